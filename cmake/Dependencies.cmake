@@ -1,0 +1,51 @@
+# The field's own libraries, from the distribution's packages. Nothing is downloaded.
+find_package(Threads REQUIRED)
+find_package(PkgConfig QUIET)
+find_package(ZLIB REQUIRED)
+find_package(nlohmann_json 3.9 REQUIRED)
+
+# libzstd and liblz4 ship pkg-config files on Debian/Ubuntu; fall back to a plain search
+# where pkg-config is missing (e.g. headers carried to a machine without a registry).
+function(cs_find_c_library target header lib pcname)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(${target}_PC QUIET IMPORTED_TARGET ${pcname})
+  endif()
+  if(${target}_PC_FOUND)
+    add_library(cs::${target} ALIAS PkgConfig::${target}_PC)
+  else()
+    find_path(${target}_INCLUDE_DIR ${header} REQUIRED)
+    find_library(${target}_LIBRARY ${lib} REQUIRED)
+    add_library(cs::${target} UNKNOWN IMPORTED GLOBAL)
+    set_target_properties(cs::${target} PROPERTIES IMPORTED_LOCATION ${${target}_LIBRARY}
+      INTERFACE_INCLUDE_DIRECTORIES ${${target}_INCLUDE_DIR})
+  endif()
+endfunction()
+cs_find_c_library(zstd zstd.h zstd libzstd)
+cs_find_c_library(lz4 lz4.h lz4 liblz4)
+
+# libblosc is a test oracle only: the library decodes blosc itself.
+find_path(BLOSC_INCLUDE_DIR blosc.h)
+find_library(BLOSC_LIBRARY blosc)
+if(BLOSC_INCLUDE_DIR AND BLOSC_LIBRARY)
+  set(CUBESTREAM_HAVE_BLOSC ON)
+  add_library(cs::blosc UNKNOWN IMPORTED GLOBAL)
+  set_target_properties(cs::blosc PROPERTIES IMPORTED_LOCATION ${BLOSC_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${BLOSC_INCLUDE_DIR})
+else()
+  set(CUBESTREAM_HAVE_BLOSC OFF)
+  message(STATUS "libblosc not found: blosc oracle tests are skipped")
+endif()
+
+set(CUBESTREAM_HAVE_PYBIND11 OFF)
+if(CUBESTREAM_BUILD_PYTHON)
+  find_package(Python3 COMPONENTS Interpreter Development.Module)
+  if(Python3_FOUND)
+    set(PYBIND11_FINDPYTHON ON)
+    find_package(pybind11 CONFIG QUIET)
+    if(pybind11_FOUND)
+      set(CUBESTREAM_HAVE_PYBIND11 ON)
+    else()
+      message(STATUS "pybind11 not found: the Python module is not built")
+    endif()
+  endif()
+endif()

@@ -1,0 +1,105 @@
+// Opening a Zarr array (v2 or v3) and reading any region of it into host memory.
+//
+//   auto store = cubestream::open_store("/data/era5.zarr");
+//   auto t2m = cubestream::Array::open(store, "2m_temperature");
+//   std::vector<float> buf(24 * 721 * 1440);
+//   t2m.read({{0, 0, 0}, {24, 721, 1440}}, buf.data(), buf.size() * sizeof(float));
+//
+// Reads are thread-safe: one Array may serve reads from many threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cubestream/bytes.hpp"
+#include "cubestream/dtype.hpp"
+#include "cubestream/store.hpp"
+
+namespace cubestream {
+
+// A hyper-rectangle of an array: `start` and `shape` per dimension. Any alignment to chunk
+// boundaries is allowed; a zero-sized dimension reads nothing.
+struct Region {
+  std::vector<std::int64_t> start;
+  std::vector<std::int64_t> shape;
+
+  std::int64_t num_elements() const;
+};
+
+// Everything parsed from an array's metadata, in one format-independent form.
+struct ArrayMetadata {
+  int zarr_format = 3;                           // 2 or 3
+  std::vector<std::int64_t> shape;
+  DataType dtype;
+  std::vector<std::int64_t> chunk_shape;         // the outer grid (the shard shape if sharded)
+  std::optional<std::vector<std::int64_t>> inner_chunk_shape;  // sharded arrays only
+  Bytes fill_value;                              // one element, native byte order; zeros for null
+  bool fill_value_is_null = false;               // v2 "fill_value": null
+  std::vector<std::string> dimension_names;      // "" where unnamed; empty if none given
+  nlohmann::json attributes = nlohmann::json::object();
+  nlohmann::json codecs = nlohmann::json::array();  // the chain as v3 codec objects (v2 mapped)
+  // Key of a chunk: v3 "default" gives "c/0/1", v3 "v2" and Zarr v2 give "0.1" or "0/1".
+  std::string chunk_key_encoding = "default";    // "default" or "v2"
+  char chunk_key_separator = '/';
+};
+
+struct ReadOptions {
+  // Threads that fetch and decode chunks in parallel. 0: the CUBESTREAM_THREADS environment
+  // variable, else the number of hardware threads. 1: everything on the calling thread.
+  int threads = 0;
+};
+
+// Counters of one read, for benchmarks and tests.
+struct ReadStats {
+  std::uint64_t chunks_read = 0;        // chunk (or inner chunk) values fetched and decoded
+  std::uint64_t chunks_missing = 0;     // chunks absent from the store, filled with fill_value
+  std::uint64_t bytes_fetched = 0;      // encoded bytes read from the store (incl. shard indexes)
+  std::uint64_t chunks_decoded_in_place = 0;  // decoded straight into the output buffer
+};
+
+class Array {
+ public:
+  // Opens the array at `path` ("" for the root) of `store`: reads zarr.json (v3), or .zarray
+  // and .zattrs (v2). Throws Error(kNotFound) when neither exists.
+  static Array open(std::shared_ptr<Store> store, const std::string& path);
+  // Builds an array from already-parsed metadata JSON (consolidated metadata). `v2_attrs` is
+  // the .zattrs object for v2 (ignored for v3).
+  static Array from_json(std::shared_ptr<Store> store, const std::string& path,
+                         const nlohmann::json& metadata, int zarr_format,
+                         const nlohmann::json& v2_attrs = nlohmann::json::object());
+
+  const ArrayMetadata& metadata() const;
+  const std::string& path() const;
+  const Store& store() const;
+  std::size_t rank() const { return metadata().shape.size(); }
+  const std::vector<std::int64_t>& shape() const { return metadata().shape; }
+  const DataType& dtype() const { return metadata().dtype; }
+
+  // Reads `region` into `out`: out_bytes must equal region.num_elements() * dtype().size.
+  // Values are native byte order, C order. Missing chunks read as the fill value.
+  ReadStats read(const Region& region, void* out, std::size_t out_bytes,
+                 const ReadOptions& options = {}) const;
+
+  // Reads the whole array into a new buffer.
+  Bytes read_all(const ReadOptions& options = {}) const;
+
+  // The store key of the chunk at grid position `index` (outer grid: the shard if sharded).
+  std::string chunk_key(const std::vector<std::int64_t>& index) const;
+
+  // Sum of the stored sizes of all chunk (or shard) values that exist; walks the store.
+  std::uint64_t stored_bytes() const;
+
+  struct Impl;
+
+ private:
+  explicit Array(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace cubestream

@@ -1,0 +1,94 @@
+// The byte source under every array: a key-value store with byte-range reads.
+//
+// Keys are '/'-separated relative paths ("t2m/c/0/0/0", ".zmetadata"). Every implementation
+// validates keys through validate_key(): a key that is empty, absolute, contains "..", ".",
+// backslashes or NUL is refused with Error(kPathEscape), so metadata can never steer a read
+// outside the store root.
+//
+// Byte ranges are at the heart of the interface (sharded stores read a few inner chunks out
+// of large shard objects); a whole-key get is the special case.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cubestream/bytes.hpp"
+
+namespace cubestream {
+
+// A range of bytes inside one value. offset >= 0: `length` bytes from `offset` (length < 0
+// means to the end). offset < 0: the last -offset bytes (a suffix; length is ignored).
+struct ByteRange {
+  std::int64_t offset = 0;
+  std::int64_t length = -1;
+
+  static ByteRange all() { return {0, -1}; }
+  static ByteRange suffix(std::int64_t n) { return {-n, -1}; }
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // A URL-like description for messages ("file:///data/era5.zarr", "memory://tests").
+  virtual std::string describe() const = 0;
+
+  // The whole value, or nullopt when the key does not exist.
+  virtual std::optional<Bytes> get(std::string_view key) const = 0;
+
+  // A part of the value, or nullopt when the key does not exist. A range that starts past the
+  // end of the value or is longer than what is left is Error(kOutOfRange).
+  virtual std::optional<Bytes> get_range(std::string_view key, ByteRange range) const = 0;
+
+  // Several ranges of one key. Implementations may coalesce neighbouring ranges into one read.
+  // nullopt when the key does not exist.
+  virtual std::optional<std::vector<Bytes>> get_ranges(std::string_view key,
+                                                       const std::vector<ByteRange>& ranges) const;
+
+  // Size of the value in bytes, or nullopt when the key does not exist.
+  virtual std::optional<std::uint64_t> size(std::string_view key) const = 0;
+
+  bool exists(std::string_view key) const { return size(key).has_value(); }
+
+  // Names directly below `prefix` ("" for the root): keys and "directories", sorted, without
+  // the prefix. Used to discover arrays and groups when no consolidated metadata exists.
+  virtual std::vector<std::string> list_dir(std::string_view prefix) const = 0;
+};
+
+// Throws Error(kPathEscape) naming `store` when `key` is not a safe relative key.
+void validate_key(std::string_view key, std::string_view store_description);
+
+// Joins two key parts with '/', skipping empty parts.
+std::string join_key(std::string_view a, std::string_view b);
+
+// A store over a directory of the local file system.
+std::shared_ptr<Store> open_file_store(const std::string& root);
+
+// A store held in memory (tests, fuzzing, small generated data).
+class MemoryStore : public Store {
+ public:
+  explicit MemoryStore(std::string name = "memory");
+  void set(std::string key, Bytes value);
+  void set(std::string key, std::string_view value);
+  void erase(std::string_view key);
+
+  std::string describe() const override;
+  std::optional<Bytes> get(std::string_view key) const override;
+  std::optional<Bytes> get_range(std::string_view key, ByteRange range) const override;
+  std::optional<std::uint64_t> size(std::string_view key) const override;
+  std::vector<std::string> list_dir(std::string_view prefix) const override;
+
+ private:
+  struct Impl;
+  std::string name_;
+  std::shared_ptr<Impl> impl_;
+};
+
+// Opens a store by URL or path: a plain path or file:// URL gives a file store.
+std::shared_ptr<Store> open_store(const std::string& url);
+
+}  // namespace cubestream

@@ -1,0 +1,96 @@
+// Codec interfaces of the codec layer.
+//
+// Zarr v3 sorts codecs into three kinds, and so do we (TensorStore does the same):
+//   array -> array   (transpose): rearranges or retypes the elements of a chunk,
+//   array -> bytes   (bytes, sharding_indexed): exactly one per chain, serialises the array,
+//   bytes -> bytes   (zstd, gzip, blosc, crc32c, numcodecs filters): transforms a byte stream.
+// A Zarr v2 array maps onto the same chain: order "F" becomes a transpose, the dtype's byte
+// order becomes the `bytes` codec, filters and the compressor become bytes->bytes codecs.
+//
+// Only decoding is implemented here: cubestream reads. Every decode is bounded: a codec never
+// writes more than the output span it is given, and a stream that would decode to more is an
+// Error(kSizeMismatch), so a malicious chunk cannot make us allocate without bound.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cubestream/bytes.hpp"
+#include "cubestream/dtype.hpp"
+
+namespace cubestream::codec {
+
+// What a codec knows about the (decoded side of the) chunk it works on.
+struct ChunkSpec {
+  DataType dtype;
+  std::vector<std::int64_t> shape;
+  // One element in native byte order: what a missing inner chunk of a shard reads as.
+  std::vector<std::uint8_t> fill_value;
+
+  std::int64_t num_elements() const {
+    std::int64_t n = 1;
+    for (auto s : shape) n *= s;
+    return n;
+  }
+  std::size_t num_bytes() const { return static_cast<std::size_t>(num_elements()) * dtype.size; }
+};
+
+// A size on the encoded side of a bytes->bytes codec: exact where the format fixes it
+// (a checksum adds 4 bytes), an upper bound where it does not (a compressor).
+struct SizeBound {
+  std::size_t bytes = 0;
+  bool exact = true;
+};
+
+enum class CodecKind { kArrayToArray, kArrayToBytes, kBytesToBytes };
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  virtual CodecKind kind() const = 0;
+  // The name under which the codec appears in metadata ("zstd", "numcodecs.delta", "blosc").
+  virtual std::string name() const = 0;
+  // The codec's configuration, for `cubestream inspect` and error messages.
+  virtual nlohmann::json configuration() const = 0;
+};
+
+class ArrayToArrayCodec : public Codec {
+ public:
+  CodecKind kind() const final { return CodecKind::kArrayToArray; }
+  // The spec of the encoded array given the decoded one (transpose permutes the shape).
+  virtual ChunkSpec encoded_spec(const ChunkSpec& decoded) const = 0;
+  // `encoded` holds an array of `encoded_spec(decoded)` in native byte order, C order;
+  // `out` receives the decoded array (exactly decoded.num_bytes()).
+  virtual void decode(ByteView encoded, const ChunkSpec& decoded, MutableByteView out) const = 0;
+};
+
+class ArrayToBytesCodec : public Codec {
+ public:
+  CodecKind kind() const final { return CodecKind::kArrayToBytes; }
+  // Size of the serialised array when it is fixed (the `bytes` codec); inexact otherwise.
+  virtual SizeBound encoded_size(const ChunkSpec& decoded) const = 0;
+  // Deserialises `encoded` into `out` (exactly decoded.num_bytes(), native byte order, C order).
+  virtual void decode(ByteView encoded, const ChunkSpec& decoded, MutableByteView out) const = 0;
+  // True when decode() is a plain copy on this host (no byte swap), so that the stage before
+  // may write straight into the output.
+  virtual bool is_identity_on_host(const ChunkSpec&) const { return false; }
+};
+
+class BytesToBytesCodec : public Codec {
+ public:
+  CodecKind kind() const final { return CodecKind::kBytesToBytes; }
+  // Size of the encoded stream given the size of the decoded one.
+  virtual SizeBound encoded_size(SizeBound decoded) const = 0;
+  // Decodes `in` into `out` and returns the number of bytes written. Writing past out.size()
+  // is never done: a stream that decodes to more throws Error(kSizeMismatch).
+  virtual std::size_t decode(ByteView in, MutableByteView out) const = 0;
+};
+
+using CodecPtr = std::shared_ptr<const Codec>;
+
+}  // namespace cubestream::codec
