@@ -27,9 +27,12 @@ if(NOT CUBESTREAM_CUDA STREQUAL "OFF")
       endif()
       set(CMAKE_CUDA_ARCHITECTURES ${cs_archs})
     endif()
-    # CMake 3.25 does not know nvcc's C++20 flag, so it is passed by hand.
+    # CUDA sources are C++17: CMake 3.25 does not know nvcc 13's C++20 flag, and the device
+    # logic headers shared with the host build keep to C++17 so they compile either way.
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
-    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20 --expt-relaxed-constexpr")
+    string(APPEND CMAKE_CUDA_FLAGS " --expt-relaxed-constexpr")
     find_package(CUDAToolkit REQUIRED)
     set(CUBESTREAM_HAVE_CUDA ON)
     message(STATUS "cubestream: CUDA on, architectures ${CMAKE_CUDA_ARCHITECTURES}")

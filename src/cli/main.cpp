@@ -1,0 +1,49 @@
+// The `cubestream` command: dispatches to a subcommand and turns errors into messages and
+// exit codes (1: a cubestream error, 2: a usage error).
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "cubestream/error.hpp"
+
+namespace {
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+               "usage: cubestream <command> [options]\n\n"
+               "commands:\n"
+               "  inspect STORE [--json]      tree of groups and arrays: dims, shape, dtype, chunks,\n"
+               "                              shards, codecs, stored vs decoded size, chunk-size advice\n"
+               "  bench read STORE [--array PATH] [--threads N] [--repeat R] [--json]\n"
+               "                              read whole arrays into host memory and report GB/s\n"
+               "  info                        version, build features and visible GPUs\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "inspect") return cubestream::cli::run_inspect(argc, argv);
+    if (cmd == "bench") return cubestream::cli::run_bench(argc, argv);
+    if (cmd == "info") return cubestream::cli::run_info(argc, argv);
+    std::fprintf(stderr, "cubestream: unknown command '%s'\n\n", cmd.c_str());
+    usage(stderr);
+    return 2;
+  } catch (const cubestream::Error& e) {
+    std::fprintf(stderr, "cubestream: error: %s\n", e.what());
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "cubestream: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cubestream: unexpected error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,11 @@
+// The CPU-only build's answer to device queries (the CUDA build compiles device_info.cu).
+#ifndef CUBESTREAM_WITH_CUDA
+#include "cuda/device_info.hpp"
+
+namespace cubestream::cuda {
+
+bool compiled_with_cuda() { return false; }
+std::string describe_devices() { return "not compiled in (CPU-only build)"; }
+
+}  // namespace cubestream::cuda
+#endif
