@@ -72,8 +72,11 @@ struct CFEncoding {
 
 class Dataset {
  public:
-  // Opens the group at `path` of the store and every array directly in it as a variable.
-  // A variable without dimension names gets "dim_0", "dim_1", ... (as xarray names them).
+  // Opens the group at `path` of the store and every array directly in it as a variable
+  // (arrays of sub-groups are not). A variable without dimension names gets "dim_0",
+  // "dim_1", ... by axis (as xarray names them); two such variables of different sizes make
+  // dims() fail, not open(). Throws Error(kNotFound) without a group there, and
+  // Error(kInvalidMetadata) for a v2 _ARRAY_DIMENSIONS that does not list one string per axis.
   static Dataset open(std::shared_ptr<Store> store, const std::string& path = "");
 
   const Group& group() const;
@@ -86,20 +89,37 @@ class Dataset {
   const Variable& variable(const std::string& name) const;  // Error(kNotFound) if absent
   bool has_variable(const std::string& name) const;
 
-  // Sizes of every dimension; Error(kInvalidMetadata) if two variables disagree on one.
+  // Sizes of every dimension; Error(kInvalidMetadata) naming both variables if two
+  // disagree on one.
   std::map<std::string, std::int64_t> dims() const;
 
-  // CF encoding of a variable: _FillValue (incl. xarray's base64 form in Zarr v3, the raw
-  // bytes of the value in the variable's dtype), missing_value, scale_factor, add_offset.
+  // CF encoding of a variable, as xarray reads it:
+  //  - _FillValue: Zarr v2 keeps it in the array's fill_value (xarray writes it there and
+  //    masks with it; a "_FillValue" attribute counts only when fill_value is null). Zarr v3
+  //    keeps it in the "_FillValue" attribute: a JSON number for integers, and for floats
+  //    base64 of the value's little-endian bytes (xarray packs a float64 whatever the
+  //    variable's size; the variable's own size is accepted too); the v3 array's fill_value
+  //    is no CF mask.
+  //  - missing_value (a number or a list), scale_factor, add_offset, _Unsigned.
+  // Error(kInvalidMetadata) for CF attributes of the wrong type; Error(kUnsupported) for
+  // complex variables.
   CFEncoding cf_encoding(const std::string& name) const;
 
-  // Reads `region` of a variable as float64 with CF decoding: values equal to a missing
-  // value become NaN, then value * scale_factor + add_offset.
+  // Reads `region` of a variable as float64 with CF decoding, as xarray's decode_cf: with
+  // _Unsigned the integers are reinterpreted; values equal to a missing value become NaN;
+  // then value * scale_factor + add_offset. Computed in float64 throughout (xarray computes
+  // small types in float32, so its results may differ in the last float32 digit). Every
+  // real dtype is read (bool as 0/1; datetime64/timedelta64 as their counts, NaT as NaN);
+  // complex gives Error(kUnsupported). valid_min / valid_max / valid_range are not applied
+  // (xarray does not apply them either).
   std::vector<double> read_decoded(const std::string& name, const Region& region, const ReadOptions& options = {}) const;
 
-  // Decodes a time coordinate with CF "units" ("<unit> since <date>") and "calendar"
-  // (standard, gregorian, proleptic_gregorian, noleap/365_day, all_leap/366_day, 360_day,
-  // julian). Throws Error(kUnsupported) for other calendars or units.
+  // Decodes a whole time variable with its CF "units" ("<unit> since <date>") and
+  // "calendar" (default standard; see decode_cf_time), after masking (NaN and missing values
+  // give missing dates) and scale/offset. Integer counts are decoded exactly, not through
+  // float64. A numpy datetime64 array decodes on the proleptic Gregorian calendar.
+  // Error(kInvalidMetadata) without a string "units"; Error(kUnsupported) for other
+  // calendars or units.
   std::vector<CFDateTime> decode_time(const std::string& name) const;
 
  private:
@@ -108,7 +128,18 @@ class Dataset {
   std::shared_ptr<const Impl> impl_;
 };
 
-// Converts CF time values to dates; exposed for testing. `units` like "hours since 1990-01-01 00:00:00".
+// Converts CF time values to dates, as cftime.num2date does (also exposed for testing).
+// `units`: "<unit> since <date>[(T| )hh:mm[:ss[.fraction]]][ (Z|UTC|GMT|+hh[:mm]|-hh[:mm])]",
+// e.g. "hours since 1990-01-01 00:00:00"; the reference date must exist in the calendar.
+// Units (case-insensitive, cftime's spellings): days/day/d, hours/hour/hrs/hr/h,
+// minutes/minute/mins/min, seconds/second/secs/sec/s, milliseconds/msec/ms,
+// microseconds/usec/us, nanoseconds/nsec/ns; months (30 days) in 360_day only and
+// common_years (365 days) in noleap only. Calendars (case-insensitive; "" = standard):
+// standard/gregorian (Julian before 1582-10-15), proleptic_gregorian, noleap/365_day,
+// all_leap/366_day, 360_day, julian. Integral values decode exactly; fractions round to the
+// nearest nanosecond; NaN and infinities give missing dates. Error(kUnsupported) for other
+// calendars or units, Error(kInvalidMetadata) for malformed units, Error(kInvalidArgument)
+// for a value millions of years away.
 std::vector<CFDateTime> decode_cf_time(const std::vector<double>& values, const std::string& units,
                                        const std::string& calendar);
 

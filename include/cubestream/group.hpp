@@ -44,6 +44,8 @@ class Group {
 
  private:
   explicit Group(std::shared_ptr<const Impl> impl);
+  static Group open_unguarded(std::shared_ptr<Store> store, const std::string& path);
+  Group open_group_unguarded(const std::string& path) const;
   std::shared_ptr<const Impl> impl_;
 };
 

@@ -95,6 +95,8 @@ std::vector<ChunkSpec> array_specs(const std::vector<const ArrayToArrayCodec*>& 
 
 }  // namespace
 
+ChunkSpec CodecChain::array_to_bytes_spec(const ChunkSpec& spec) const { return array_specs(a2a_, spec).back(); }
+
 SizeBound CodecChain::encoded_size(const ChunkSpec& spec) const {
   auto specs = array_specs(a2a_, spec);
   SizeBound s = a2b_->encoded_size(specs.back());

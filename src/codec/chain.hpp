@@ -36,6 +36,9 @@ class CodecChain {
   // Size of the encoded chunk: exact when every codec fixes it (used for shard indexes).
   SizeBound encoded_size(const ChunkSpec& spec) const;
 
+  // The spec the array->bytes codec sees: `spec` after every array->array codec.
+  ChunkSpec array_to_bytes_spec(const ChunkSpec& spec) const;
+
   // The chain is exactly one sharding_indexed codec: shards can be read partially.
   const ShardingCodec* sole_sharding_codec() const;
 

@@ -42,6 +42,18 @@ std::optional<nlohmann::json> read_json(const Store& store, const std::string& k
   }
 }
 
+// Runs fn, turning a JSON type error (a field of the wrong type deep in some metadata) into
+// Error(kInvalidMetadata) naming the store and key.
+template <class Fn>
+auto guard_json(const Store& store, const std::string& key, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kInvalidMetadata, std::string("malformed metadata: ") + e.what(),
+                ErrorContext{store.describe(), key, std::nullopt});
+  }
+}
+
 [[noreturn]] void bad_consolidated(const Store& store, const std::string& key, const std::string& why) {
   throw Error(ErrorCode::kInvalidMetadata, "consolidated metadata: " + why, ErrorContext{store.describe(), key, std::nullopt});
 }
@@ -110,6 +122,10 @@ struct Group::Impl {
 Group::Group(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Group Group::open(std::shared_ptr<Store> store, const std::string& path) {
+  return guard_json(*store, path.empty() ? "/" : path, [&] { return open_unguarded(store, path); });
+}
+
+Group Group::open_unguarded(std::shared_ptr<Store> store, const std::string& path) {
   auto impl = std::make_shared<Impl>();
   impl->store = store;
   impl->path = path;
@@ -178,13 +194,13 @@ void list_children(const Group::Impl& g, std::vector<std::string>* arrays, std::
 
 std::vector<std::string> Group::array_names() const {
   std::vector<std::string> a, g;
-  list_children(*impl_, &a, &g);
+  guard_json(*impl_->store, impl_->path, [&] { list_children(*impl_, &a, &g); });
   return a;
 }
 
 std::vector<std::string> Group::group_names() const {
   std::vector<std::string> a, g;
-  list_children(*impl_, &a, &g);
+  guard_json(*impl_->store, impl_->path, [&] { list_children(*impl_, &a, &g); });
   return g;
 }
 
@@ -201,6 +217,10 @@ Array Group::open_array(const std::string& name) const {
 
 Group Group::open_group(const std::string& name) const {
   const std::string p = join_key(impl_->path, name);
+  return guard_json(*impl_->store, p, [&] { return open_group_unguarded(p); });
+}
+
+Group Group::open_group_unguarded(const std::string& p) const {
   if (impl_->consolidated) {
     auto it = impl_->consolidated->nodes.find(impl_->rel(p));
     if (it != impl_->consolidated->nodes.end() && !it->second.is_array) {

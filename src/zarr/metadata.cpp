@@ -134,8 +134,10 @@ ParsedArray parse_v3_array(const nlohmann::json& j) {
   check_sizes(m);
   p.chain = codec::CodecChain::from_json(require(j, "codecs"));
   if (const auto* sh = dynamic_cast<const codec::ShardingCodec*>(&p.chain.array_to_bytes())) {
-    sh->inner_grid(m.chunk_shape);  // validates divisibility and rank
-    m.inner_chunk_shape = sh->inner_chunk_shape();
+    // Sharding sees the chunk after any array->array codec (a transpose permutes its shape).
+    codec::ChunkSpec outer{m.dtype, m.chunk_shape, {}};
+    sh->inner_grid(p.chain.array_to_bytes_spec(outer).shape);  // validates divisibility and rank
+    if (p.chain.sole_sharding_codec()) m.inner_chunk_shape = sh->inner_chunk_shape();
   }
   m.codecs = p.chain.to_json();
   return p;

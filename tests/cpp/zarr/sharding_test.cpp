@@ -311,3 +311,34 @@ TEST(ShardingNested, ShardInsideAShardDecodesWhole) {
 
 }  // namespace
 }  // namespace cubestream
+
+namespace cubestream {
+namespace {
+
+TEST(ShardingAfterTranspose, ShardSeesTheTransposedShape) {
+  // Array 2x3, one chunk; transpose [1,0] makes the shard's array 3x2, split into inner 3x1.
+  using nlohmann::json;
+  json meta = {{"zarr_format", 3}, {"node_type", "array"}, {"shape", {2, 3}}, {"data_type", "uint8"},
+               {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {2, 3}}}}}},
+               {"chunk_key_encoding", {{"name", "default"}}}, {"fill_value", 0},
+               {"codecs", json::array({{{"name", "transpose"}, {"configuration", {{"order", {1, 0}}}}},
+                                       {{"name", "sharding_indexed"},
+                                        {"configuration", {{"chunk_shape", {3, 1}},
+                                                           {"codecs", json::array({{{"name", "bytes"}}})},
+                                                           {"index_codecs", json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}})}}}}})}};
+  auto store = std::make_shared<MemoryStore>("tsh");
+  store->set("zarr.json", meta.dump());
+  // values v[y][x] = 10*y + x; transposed T[x][y]; inner chunk j holds column j of T: T[0..2][j] = v[j][0..2]
+  Bytes shard = {0, 1, 2, 10, 11, 12};
+  auto le64 = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) shard.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  le64(0); le64(3); le64(3); le64(3);
+  store->set("c/0/0", shard);
+  Array a = Array::open(store, "");
+  auto out = a.read_all({});
+  EXPECT_EQ(std::vector<std::uint8_t>(out.begin(), out.end()), (std::vector<std::uint8_t>{0, 1, 2, 10, 11, 12}));
+}
+
+}  // namespace
+}  // namespace cubestream
