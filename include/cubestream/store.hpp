@@ -44,6 +44,10 @@ class Store {
   // end of the value or is longer than what is left is Error(kOutOfRange).
   virtual std::optional<Bytes> get_range(std::string_view key, ByteRange range) const = 0;
 
+  // Like get_range, but into `out` (resized to the range's length), so that a caller reading
+  // many values can reuse one buffer's memory. Returns false when the key does not exist.
+  virtual bool read_into(std::string_view key, ByteRange range, Bytes& out) const;
+
   // Several ranges of one key. Implementations may coalesce neighbouring ranges into one read.
   // nullopt when the key does not exist.
   virtual std::optional<std::vector<Bytes>> get_ranges(std::string_view key,

@@ -39,6 +39,13 @@ std::string join_key(std::string_view a, std::string_view b) {
   return out;
 }
 
+bool Store::read_into(std::string_view key, ByteRange range, Bytes& out) const {
+  auto v = get_range(key, range);
+  if (!v) return false;
+  out = std::move(*v);
+  return true;
+}
+
 std::optional<std::vector<Bytes>> Store::get_ranges(std::string_view key,
                                                     const std::vector<ByteRange>& ranges) const {
   std::vector<Bytes> out;

@@ -319,10 +319,13 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
     for (auto e : o.extent)
       if (e <= 0) return;  // an inner chunk outside the array's edge
     with_key_context(a, job.key, [&] {
-      std::optional<Bytes> encoded;
+      // The encoded bytes go into a per-thread buffer that keeps its memory across chunks:
+      // a fresh multi-megabyte allocation per chunk costs a page fault per page.
+      thread_local Bytes encoded_buffer;
+      Bytes* encoded = nullptr;
       if (!job.missing) {
-        encoded = job.range_offset >= 0 ? a.store->get_range(job.key, ByteRange{job.range_offset, job.range_length})
-                                        : a.store->get(job.key);
+        const ByteRange range = job.range_offset >= 0 ? ByteRange{job.range_offset, job.range_length} : ByteRange::all();
+        if (a.store->read_into(job.key, range, encoded_buffer)) encoded = &encoded_buffer;
       }
       if (!encoded) {
         fill_box(out, region.shape, o.in_out, o.extent, a.meta.fill_value.data(), elem);
@@ -331,6 +334,14 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
       }
       bytes_fetched += encoded->size();
       ++chunks_read;
+      // Per-thread buffers keep at most this much memory between chunks.
+      constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
+      struct Trim {
+        Bytes& b;
+        ~Trim() {
+          if (b.capacity() > kKeepBytes) Bytes().swap(b);
+        }
+      } trim_encoded{*encoded};
       const ByteView enc(encoded->data(), encoded->size());
       try {
         if (o.whole_chunk && contiguous_in(o.extent, region.shape)) {
@@ -341,6 +352,7 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
           return;
         }
         thread_local Bytes chunk;
+        Trim trim_chunk{chunk};
         chunk.resize(unit_bytes);
         unit_chain->decode(enc, unit_spec, MutableByteView(chunk.data(), chunk.size()));
         copy_box(chunk.data(), unit_shape, o.in_chunk, out, region.shape, o.in_out, o.extent, elem);

@@ -34,11 +34,17 @@ class FileStore final : public Store {
   }
 
   std::optional<Bytes> get_range(std::string_view key, ByteRange range) const override {
+    Bytes out;
+    if (!read_into(key, range, out)) return std::nullopt;
+    return out;
+  }
+
+  bool read_into(std::string_view key, ByteRange range, Bytes& out) const override {
     validate_key(key, describe());
     std::string path = full_path(key);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+      if (errno == ENOENT || errno == ENOTDIR) return false;
       throw io_error("cannot open", key, errno);
     }
     struct Closer {
@@ -47,9 +53,9 @@ class FileStore final : public Store {
     } closer{fd};
     struct stat st {};
     if (::fstat(fd, &st) != 0) throw io_error("cannot stat", key, errno);
-    if (S_ISDIR(st.st_mode)) return std::nullopt;  // a "directory key" holds no value
+    if (S_ISDIR(st.st_mode)) return false;  // a "directory key" holds no value
     auto r = store_detail::resolve_range(range, static_cast<std::uint64_t>(st.st_size), describe(), key);
-    Bytes out(r.length);
+    out.resize(r.length);  // reuses the buffer's capacity; no zero-fill (Bytes' allocator)
     std::uint64_t done = 0;
     while (done < r.length) {
       ssize_t n = ::pread(fd, out.data() + done, r.length - done, static_cast<off_t>(r.offset + done));
@@ -63,7 +69,7 @@ class FileStore final : public Store {
       }
       done += static_cast<std::uint64_t>(n);
     }
-    return out;
+    return true;
   }
 
   std::optional<std::vector<Bytes>> get_ranges(std::string_view key,
