@@ -53,7 +53,7 @@ class Codec {
  public:
   virtual ~Codec() = default;
   virtual CodecKind kind() const = 0;
-  // The name under which the codec appears in metadata ("zstd", "numcodecs.delta", "blosc").
+  // The codec's id as metadata names it, without a "numcodecs." prefix ("zstd", "delta").
   virtual std::string name() const = 0;
   // The codec's configuration, for `cubestream inspect` and error messages.
   virtual nlohmann::json configuration() const = 0;
