@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "codec/array_to_array/filter_as_array.hpp"
 #include "codec/array_to_bytes/sharding.hpp"
 #include "codec/registry.hpp"
 #include "cubestream/error.hpp"
@@ -9,6 +10,15 @@
 namespace cubestream::codec {
 
 CodecChain::CodecChain(std::vector<CodecPtr> codecs) : all_(std::move(codecs)) {
+  // A bytes->bytes filter listed before the array->bytes codec works on the array's elements
+  // (Zarr v3 writers put numcodecs filters there): wrap it as an array->array codec.
+  bool seen_a2b = false;
+  for (auto& c : all_) {
+    if (c->kind() == CodecKind::kArrayToBytes) seen_a2b = true;
+    if (!seen_a2b && c->kind() == CodecKind::kBytesToBytes &&
+        static_cast<const BytesToBytesCodec*>(c.get())->is_elementwise_filter())
+      c = std::make_shared<FilterAsArrayCodec>(std::static_pointer_cast<const BytesToBytesCodec>(c));
+  }
   for (const auto& c : all_) {
     switch (c->kind()) {
       case CodecKind::kArrayToArray:

@@ -89,6 +89,10 @@ class BytesToBytesCodec : public Codec {
   // Decodes `in` into `out` and returns the number of bytes written. Writing past out.size()
   // is never done: a stream that decodes to more throws Error(kSizeMismatch).
   virtual std::size_t decode(ByteView in, MutableByteView out) const = 0;
+  // True for numcodecs filters that map each element to one element of their own declared
+  // dtypes (delta, fixedscaleoffset, quantize, bitround): these may also stand before the
+  // array->bytes codec, where Zarr v3 writers put them.
+  virtual bool is_elementwise_filter() const { return false; }
 };
 
 using CodecPtr = std::shared_ptr<const Codec>;

@@ -72,6 +72,7 @@ Array Array::from_json(std::shared_ptr<Store> store, const std::string& path, co
                        int zarr_format, const nlohmann::json& v2_attrs) {
   const std::string key = join_key(path, zarr_format == 3 ? "zarr.json" : ".zarray");
   ErrorContext ctx{store->describe(), key, std::nullopt};
+  if (!path.empty()) validate_key(path, store->describe());
   try {
     auto parsed = zarr_format == 3 ? zarr::parse_v3_array(metadata) : zarr::parse_v2_array(metadata, v2_attrs);
     return Array(make_impl(std::move(store), path, std::move(parsed)));
@@ -84,16 +85,24 @@ Array Array::from_json(std::shared_ptr<Store> store, const std::string& path, co
 
 Array Array::open(std::shared_ptr<Store> store, const std::string& path) {
   const std::string v3_key = join_key(path, "zarr.json");
+  if (!path.empty()) validate_key(path, store->describe());
+  auto parse = [&](const Bytes& bytes, const std::string& key) {
+    try {
+      return zarr::parse_json_text(ByteView(bytes.data(), bytes.size()), key);
+    } catch (const Error& e) {
+      throw e.with_context(ErrorContext{store->describe(), key, std::nullopt});
+    }
+  };
   if (auto bytes = store->get(v3_key)) {
-    auto j = zarr::parse_json_text(ByteView(bytes->data(), bytes->size()), v3_key);
-    if (j.is_object() && j.value("node_type", "") == "group") {
+    auto j = parse(*bytes, v3_key);
+    if (j.is_object() && j.contains("node_type") && j["node_type"] == "group") {
       throw Error(ErrorCode::kNotFound, "this node is a group, not an array", ErrorContext{store->describe(), v3_key, std::nullopt});
     }
     return from_json(std::move(store), path, j, 3);
   }
   const std::string v2_key = join_key(path, ".zarray");
   if (auto bytes = store->get(v2_key)) {
-    auto j = zarr::parse_json_text(ByteView(bytes->data(), bytes->size()), v2_key);
+    auto j = parse(*bytes, v2_key);
     nlohmann::json attrs = nlohmann::json::object();
     const std::string attrs_key = join_key(path, ".zattrs");
     if (auto a = store->get(attrs_key)) {
@@ -214,6 +223,7 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
   }
   ReadStats stats;
   if (expected == 0) return stats;
+  if (out_ptr == nullptr) throw Error(ErrorCode::kInvalidArgument, "output buffer is null", array_ctx);
   auto* out = static_cast<std::uint8_t*>(out_ptr);
   ThreadPool& pool = ThreadPool::shared(options.threads);
   const int threads = options.threads > 0 ? options.threads : ThreadPool::default_threads();

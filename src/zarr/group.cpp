@@ -206,6 +206,7 @@ std::vector<std::string> Group::group_names() const {
 
 Array Group::open_array(const std::string& name) const {
   const std::string p = join_key(impl_->path, name);
+  validate_key(p, impl_->store->describe());  // consolidated metadata may name anything
   if (impl_->consolidated) {
     auto it = impl_->consolidated->nodes.find(impl_->rel(p));
     if (it != impl_->consolidated->nodes.end() && it->second.is_array) {
@@ -217,6 +218,7 @@ Array Group::open_array(const std::string& name) const {
 
 Group Group::open_group(const std::string& name) const {
   const std::string p = join_key(impl_->path, name);
+  validate_key(p, impl_->store->describe());
   return guard_json(*impl_->store, p, [&] { return open_group_unguarded(p); });
 }
 

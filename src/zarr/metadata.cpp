@@ -139,6 +139,9 @@ ParsedArray parse_v3_array(const nlohmann::json& j) {
     sh->inner_grid(p.chain.array_to_bytes_spec(outer).shape);  // validates divisibility and rank
     if (p.chain.sole_sharding_codec()) m.inner_chunk_shape = sh->inner_chunk_shape();
   }
+  // Walk the chain once with the chunk's spec, so that a codec that does not fit the array
+  // (a transpose order of the wrong rank) is reported here, against the metadata.
+  p.chain.encoded_size(codec::ChunkSpec{m.dtype, m.chunk_shape, {}});
   m.codecs = p.chain.to_json();
   return p;
 }
@@ -152,7 +155,8 @@ ParsedArray parse_v2_array(const nlohmann::json& j, const nlohmann::json& zattrs
   m.shape = int_list(require(j, "shape"), "shape", false);
   m.chunk_shape = int_list(require(j, "chunks"), "chunks", true);
   const auto& dt = require(j, "dtype");
-  if (!dt.is_string()) throw Error(ErrorCode::kUnsupported, "dtype " + dt.dump() + " is not supported (structured dtypes are not)");
+  if (dt.is_array()) throw Error(ErrorCode::kUnsupported, "dtype " + dt.dump() + " is not supported (structured dtypes are not)");
+  if (!dt.is_string()) invalid("\"dtype\" must be a string, got " + dt.dump());
   ByteOrder stored = ByteOrder::kNotApplicable;
   m.dtype = parse_numpy_dtype(dt.get<std::string>(), &stored);
   m.fill_value = parse_fill_value_v2(require(j, "fill_value"), m.dtype, &m.fill_value_is_null);
@@ -191,6 +195,7 @@ ParsedArray parse_v2_array(const nlohmann::json& j, const nlohmann::json& zattrs
   const auto& comp = require(j, "compressor");
   if (!comp.is_null()) add(comp, "compressor");
   p.chain = codec::CodecChain(std::move(codecs));
+  p.chain.encoded_size(codec::ChunkSpec{m.dtype, m.chunk_shape, {}});
   m.codecs = p.chain.to_json();
   return p;
 }

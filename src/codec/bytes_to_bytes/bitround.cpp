@@ -13,6 +13,7 @@ namespace {
 
 class BitroundCodec final : public BytesToBytesCodec {
  public:
+  bool is_elementwise_filter() const override { return true; }
   explicit BitroundCodec(nlohmann::json cfg) : cfg_(std::move(cfg)) {}
   std::string name() const override { return "bitround"; }
   nlohmann::json configuration() const override { return cfg_; }

@@ -22,6 +22,7 @@ using logic::NumType;
 
 class DeltaCodec final : public BytesToBytesCodec {
  public:
+  bool is_elementwise_filter() const override { return true; }
   DeltaCodec(NumType dtype, NumType astype, nlohmann::json cfg)
       : dtype_(dtype), astype_(astype), loop_(logic::promote_types(astype, dtype)), cfg_(std::move(cfg)) {}
   std::string name() const override { return "delta"; }

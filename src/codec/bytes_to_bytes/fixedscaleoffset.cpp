@@ -30,6 +30,7 @@ NumType min_scalar_type(const config::Number& v) {
 
 class FixedScaleOffsetCodec final : public BytesToBytesCodec {
  public:
+  bool is_elementwise_filter() const override { return true; }
   FixedScaleOffsetCodec(NumType dtype, NumType astype, config::Number scale, config::Number offset,
                         nlohmann::json cfg)
       : dtype_(dtype), astype_(astype), cfg_(std::move(cfg)) {

@@ -14,6 +14,7 @@ namespace {
 
 class QuantizeCodec final : public BytesToBytesCodec {
  public:
+  bool is_elementwise_filter() const override { return true; }
   QuantizeCodec(logic::NumType dtype, logic::NumType astype, nlohmann::json cfg)
       : dtype_(dtype), astype_(astype), cfg_(std::move(cfg)) {}
   std::string name() const override { return "quantize"; }
