@@ -27,6 +27,7 @@ enum class ErrorCode : int {
   kPathEscape = 10,       // a key or path that would leave the store root
   kCuda = 11,             // a CUDA runtime call failed
   kInternal = 12,         // a broken invariant inside cubestream (a bug: please report)
+  kResourceExhausted = 13,  // memory or threads could not be had
 };
 
 // Stable, lower-case name of a code ("corrupt_data"); used in messages and in Python.

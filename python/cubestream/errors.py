@@ -6,7 +6,8 @@ class CubestreamError(Exception):
 
     Attributes:
         code: what kind of error, e.g. ``"corrupt_data"``, ``"not_found"``, ``"unsupported"``,
-            ``"checksum_mismatch"``, ``"size_mismatch"``, ``"invalid_metadata"``, ``"path_escape"``.
+            ``"checksum_mismatch"``, ``"size_mismatch"``, ``"invalid_metadata"``, ``"path_escape"``,
+            ``"resource_exhausted"``.
         message: what went wrong, without the context.
         store: the store it happened in (``"file:///data/era5.zarr"``), or ``""``.
         key: the key inside the store (``"t2m/c/0/0/0"``), or ``""``.

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cubestream/array.hpp"
@@ -19,8 +20,9 @@ using namespace cubestream;
 namespace {
 
 py::object to_python(const nlohmann::json& j) {
-  static py::object loads = py::module_::import("json").attr("loads");
-  return loads(j.dump());
+  // Deliberately leaked: a static py::object would be destroyed after the interpreter.
+  static py::object* loads = new py::object(py::module_::import("json").attr("loads"));
+  return (*loads)(j.dump());
 }
 
 // NumPy dtype of an array's elements as they come out of a read (native byte order).
@@ -65,6 +67,12 @@ void read_into(const Array& a, const std::vector<std::int64_t>& start, const std
     expect *= info.shape[d];
   }
   Region r = region_from(a, start, shape);
+  if (!py::dtype(info).equal(numpy_dtype(a.dtype())))
+    throw Error(ErrorCode::kInvalidArgument, "output buffer has dtype " + py::str(py::dtype(info)).cast<std::string>() +
+                                                 ", the array has " + a.dtype().numpy_str());
+  if (static_cast<std::size_t>(info.ndim) != r.shape.size() ||
+      !std::equal(r.shape.begin(), r.shape.end(), info.shape.begin()))
+    throw Error(ErrorCode::kInvalidArgument, "output buffer's shape does not match the region's shape");
   ReadOptions opts;
   opts.threads = threads;
   const auto bytes = static_cast<std::size_t>(info.size * info.itemsize);

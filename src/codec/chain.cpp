@@ -82,7 +82,13 @@ class ScratchScope {
     if (levels().size() <= static_cast<std::size_t>(depth())) levels().push_back(std::make_unique<ScratchSet>());
     set_ = levels()[depth()++].get();
   }
-  ~ScratchScope() { --depth(); }
+  ~ScratchScope() {
+    // Keep at most this much per buffer between chunks; larger ones are given back.
+    constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
+    for (auto& b : set_->buf)
+      if (b.capacity() > kKeepBytes) Bytes().swap(b);
+    --depth();
+  }
   Bytes& operator[](int i) { return set_->buf[i]; }
 
  private:

@@ -16,6 +16,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kPathEscape: return "path_escape";
     case ErrorCode::kCuda: return "cuda";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kResourceExhausted: return "resource_exhausted";
   }
   return "unknown";
 }

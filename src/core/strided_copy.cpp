@@ -1,5 +1,6 @@
 #include "core/strided_copy.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -103,7 +104,14 @@ void fill_box(std::uint8_t* dst, Shape dst_shape, Shape dst_start, Shape box, co
     if (zero) {
       std::memset(dst + d, 0, w.run_bytes);
     } else {
-      for (std::size_t b = 0; b < w.run_bytes; b += elem_size) std::memcpy(dst + d + b, value, elem_size);
+      // One element, then double the filled prefix: log2(run) memcpy calls per run.
+      std::memcpy(dst + d, value, elem_size);
+      std::size_t filled = elem_size;
+      while (filled < w.run_bytes) {
+        const std::size_t n = std::min(filled, w.run_bytes - filled);
+        std::memcpy(dst + d + filled, dst + d, n);
+        filled += n;
+      }
     }
   });
 }

@@ -1,7 +1,9 @@
 // A fixed-size pool of worker threads with one primitive: parallel_for.
 //
 // The calling thread takes part in the work, so a pool of N threads runs N+1 items at a time
-// and threads=1 means "no pool at all". The first exception thrown by an item is re-thrown
+// and threads=1 means "no pool at all". A parallel_for issued from inside an item runs inline
+// on that item's thread (no deadlock when every worker waits on a nested call). Shared pools
+// survive fork(): a child process gets fresh ones. The first exception thrown by an item is re-thrown
 // to the caller after every started item has finished; items not yet started are skipped.
 #pragma once
 
@@ -18,6 +20,9 @@ namespace cubestream {
 
 class ThreadPool {
  public:
+  // Requests for more concurrent items than this are clamped.
+  static constexpr int kMaxThreads = 1024;
+
   explicit ThreadPool(int workers);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

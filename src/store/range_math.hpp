@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,7 @@ inline ResolvedRange resolve_range(ByteRange range, std::uint64_t size, std::str
     return Error(ErrorCode::kOutOfRange, why + " (value is " + std::to_string(size) + " bytes)",
                  ErrorContext{std::string(store), std::string(key), at});
   };
+  if (range.offset == std::numeric_limits<std::int64_t>::min()) throw fail("suffix length out of range", 0);
   if (range.offset < 0) {
     auto n = static_cast<std::uint64_t>(-range.offset);
     if (n > size) throw fail("suffix of " + std::to_string(n) + " bytes is longer than the value", 0);

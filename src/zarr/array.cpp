@@ -61,6 +61,10 @@ auto with_key_context(const Array::Impl& a, const std::string& key, Fn&& fn) -> 
     return fn();
   } catch (const Error& e) {
     throw e.with_context(a.where(key));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kResourceExhausted, "out of memory while reading this chunk", a.where(key));
+  } catch (const std::length_error& e) {
+    throw Error(ErrorCode::kResourceExhausted, std::string("buffer too large for this chunk: ") + e.what(), a.where(key));
   }
 }
 

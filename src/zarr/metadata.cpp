@@ -34,6 +34,12 @@ std::vector<std::int64_t> int_list(const nlohmann::json& v, const char* field, b
   return out;
 }
 
+// Largest decoded chunk (or shard) cubestream will allocate for, and the most inner chunks a
+// shard may index: far above the 1-100 MB chunks that suit streaming, far below what would
+// make a hostile zarr.json exhaust memory or overflow a size computation.
+constexpr long double kMaxChunkBytes = 64.0L * (1ull << 30);
+constexpr long double kMaxInnerChunksPerShard = 1ull << 28;
+
 // Guards the products used to size buffers: a metadata file claiming 2^62-element chunks
 // must fail here, not at allocation.
 void check_sizes(const ArrayMetadata& m) {
@@ -41,8 +47,9 @@ void check_sizes(const ArrayMetadata& m) {
     invalid("chunk shape " + nlohmann::json(m.chunk_shape).dump() + " does not match the rank of shape " + nlohmann::json(m.shape).dump());
   long double chunk_bytes = m.dtype.size;
   for (auto c : m.chunk_shape) chunk_bytes *= static_cast<long double>(c);
-  if (chunk_bytes > static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 4))
-    invalid("chunk of " + nlohmann::json(m.chunk_shape).dump() + " elements is too large");
+  if (chunk_bytes > kMaxChunkBytes)
+    invalid("chunk of " + nlohmann::json(m.chunk_shape).dump() + " elements (" + std::to_string(static_cast<double>(chunk_bytes)) +
+            " bytes) is larger than cubestream reads (" + std::to_string(static_cast<double>(kMaxChunkBytes)) + " bytes)");
   long double elems = 1;
   for (auto s : m.shape) elems *= static_cast<long double>(s);
   if (elems > static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 16)) invalid("array shape is too large");
@@ -136,7 +143,12 @@ ParsedArray parse_v3_array(const nlohmann::json& j) {
   if (const auto* sh = dynamic_cast<const codec::ShardingCodec*>(&p.chain.array_to_bytes())) {
     // Sharding sees the chunk after any array->array codec (a transpose permutes its shape).
     codec::ChunkSpec outer{m.dtype, m.chunk_shape, {}};
-    sh->inner_grid(p.chain.array_to_bytes_spec(outer).shape);  // validates divisibility and rank
+    const auto grid = sh->inner_grid(p.chain.array_to_bytes_spec(outer).shape);  // validates divisibility and rank
+    long double inner_count = 1;
+    for (auto g : grid) inner_count *= static_cast<long double>(g);
+    if (inner_count > kMaxInnerChunksPerShard)
+      invalid("a shard of " + nlohmann::json(m.chunk_shape).dump() + " holds too many inner chunks of " +
+              nlohmann::json(sh->inner_chunk_shape()).dump());
     if (p.chain.sole_sharding_codec()) m.inner_chunk_shape = sh->inner_chunk_shape();
   }
   // Walk the chain once with the chunk's spec, so that a codec that does not fit the array

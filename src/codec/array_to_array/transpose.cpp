@@ -64,8 +64,9 @@ CodecPtr make_transpose_codec(const nlohmann::json& configuration) {
   if (!o.is_array()) throw Error(ErrorCode::kInvalidMetadata, "transpose: \"order\" must be an array of integers");
   std::vector<int> order;
   for (const auto& v : o) {
-    if (!v.is_number_integer()) throw Error(ErrorCode::kInvalidMetadata, "transpose: \"order\" must be an array of integers");
-    order.push_back(v.get<int>());
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= 64)
+      throw Error(ErrorCode::kInvalidMetadata, "transpose: \"order\" must be an array of axis numbers, got " + o.dump());
+    order.push_back(static_cast<int>(v.get<std::int64_t>()));
   }
   std::vector<int> sorted = order;
   std::sort(sorted.begin(), sorted.end());

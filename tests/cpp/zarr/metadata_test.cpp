@@ -122,6 +122,23 @@ TEST(MetadataV3, MalformedFields) {
             ErrorCode::kInvalidMetadata);
 }
 
+TEST(MetadataV3, RefusesChunksAndShardsTooLargeToHold) {
+  // A hostile zarr.json must fail at open, not at allocation or in an overflowing product.
+  EXPECT_EQ(code_of([] {
+              parse_v3_array(v3({{"data_type", "uint8"}, {"shape", {10}},
+                                 {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {1ll << 40}}}}}}}));
+            }),
+            ErrorCode::kInvalidMetadata);
+  json sharded = v3({{"data_type", "uint8"}, {"shape", {10}},
+                     {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {1ll << 30}}}}}}});
+  sharded["codecs"] = json::array({{{"name", "sharding_indexed"},
+                                    {"configuration", {{"chunk_shape", {1}}, {"codecs", json::array({{{"name", "bytes"}}})},
+                                                       {"index_codecs", json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}})}}}}});
+  EXPECT_EQ(code_of([&] { parse_v3_array(sharded); }), ErrorCode::kInvalidMetadata);
+  EXPECT_EQ(code_of([] { parse_v3_array(v3({{"codecs", json::array({{{"name", "transpose"}, {"configuration", {{"order", {4294967296ll, 1}}}}}, {{"name", "bytes"}}})}})); }),
+            ErrorCode::kInvalidMetadata);
+}
+
 TEST(MetadataV3, ChunkKeyEncodings) {
   auto dot = parse_v3_array(v3({{"chunk_key_encoding", {{"name", "v2"}, {"configuration", {{"separator", "."}}}}}}));
   EXPECT_EQ(chunk_key(dot.meta, {1, 2}), "1.2");
