@@ -8,24 +8,8 @@
 
 namespace cubestream::codec {
 
-namespace {
-
-// zlib's adler32 takes a 32-bit length: feed larger inputs in pieces.
-std::uint32_t zlib_adler32(std::uint32_t prev, const std::uint8_t* p, std::size_t n) {
-  uLong c = prev;
-  while (n > 0) {
-    const auto piece = static_cast<uInt>(n > 0x40000000u ? 0x40000000u : n);
-    c = adler32(c, p, piece);
-    p += piece;
-    n -= piece;
-  }
-  return static_cast<std::uint32_t>(c);
-}
-
-}  // namespace
-
 CodecPtr make_adler32_codec(const nlohmann::json& configuration) {
-  static constexpr Checksum32Spec kSpec{"adler32", &zlib_adler32, 1, ChecksumLocation::kStart};
+  static constexpr Checksum32Spec kSpec{"adler32", &zlib_checksum_in_pieces<adler32>, 1, ChecksumLocation::kStart};
   return make_checksum32_codec(kSpec, configuration);
 }
 

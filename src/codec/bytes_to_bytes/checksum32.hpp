@@ -28,6 +28,20 @@ struct Checksum32Spec {
   ChecksumLocation default_location;
 };
 
+// Adapts a zlib checksum function (crc32, adler32), whose length argument is 32 bits wide, to
+// Checksum32Fn by feeding larger inputs in pieces.
+template <unsigned long (*ZlibFn)(unsigned long, const unsigned char*, unsigned int)>
+std::uint32_t zlib_checksum_in_pieces(std::uint32_t prev, const std::uint8_t* p, std::size_t n) {
+  unsigned long c = prev;
+  while (n > 0) {
+    const auto piece = static_cast<unsigned int>(n > 0x40000000u ? 0x40000000u : n);
+    c = ZlibFn(c, p, piece);
+    p += piece;
+    n -= piece;
+  }
+  return static_cast<std::uint32_t>(c);
+}
+
 // Builds the codec, reading "location" from the configuration.
 CodecPtr make_checksum32_codec(const Checksum32Spec& spec, const nlohmann::json& configuration);
 
