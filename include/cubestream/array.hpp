@@ -5,7 +5,8 @@
 //   std::vector<float> buf(24 * 721 * 1440);
 //   t2m.read({{0, 0, 0}, {24, 721, 1440}}, buf.data(), buf.size() * sizeof(float));
 //
-// Reads are thread-safe: one Array may serve reads from many threads at once.
+// Reads are thread-safe: one Array may serve reads from many threads at once. Copies of an
+// Array share its state, including the cache of shard indexes it has read.
 #pragma once
 
 #include <cstddef>
@@ -61,6 +62,9 @@ struct ReadStats {
   std::uint64_t chunks_missing = 0;     // chunks absent from the store, filled with fill_value
   std::uint64_t bytes_fetched = 0;      // encoded bytes read from the store (incl. shard indexes)
   std::uint64_t chunks_decoded_in_place = 0;  // decoded straight into the output buffer
+  std::uint64_t shard_index_cache_hits = 0;   // shard indexes found in the array's cache
+  std::uint64_t chunk_requests = 0;           // store reads for chunk data (several inner
+                                              // chunks of a shard may share one)
 };
 
 class Array {

@@ -189,6 +189,34 @@ TEST(ShardingPartialRead, FetchesOnlyTheNeededInnerChunks) {
   EXPECT_EQ(s.chunks_decoded_in_place, 1u);
 }
 
+TEST(ShardingPartialRead, IndexesAreCachedAndNeighbouringInnerChunksShareOneRequest) {
+  ShardedFixture f;
+  auto store = f.build();
+  Array a = Array::open(store, "a");
+  std::vector<float> out(4 * 6);
+  // Shard (0,0) whole: its 2x2 inner chunks lie back to back, so one ranged request.
+  ReadStats first = a.read(Region{{0, 0}, {4, 6}}, out.data(), out.size() * 4, ReadOptions{1});
+  EXPECT_EQ(first.chunks_read, 4u);
+  EXPECT_EQ(first.chunk_requests, 1u);
+  EXPECT_EQ(first.shard_index_cache_hits, 0u);
+  EXPECT_EQ(first.bytes_fetched, (2 * 2 * 16 + 4) + 4 * (2 * 3 * 4u));
+  ReadStats second = a.read(Region{{0, 0}, {4, 6}}, out.data(), out.size() * 4, ReadOptions{1});
+  EXPECT_EQ(second.shard_index_cache_hits, 1u);
+  EXPECT_EQ(second.bytes_fetched, 4 * (2 * 3 * 4u)) << "the index is not fetched again";
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 6; ++x) EXPECT_EQ(out[y * 6 + x], f.expected(y, x));
+  // A shard rewritten with another size is noticed by the same Array: its index is read again.
+  ShardedFixture g;
+  g.values = f.values;
+  g.inner_empty = [](std::int64_t gy, std::int64_t gx) { return gy == 0 && gx == 0; };
+  store->set("a/c/0/0", *g.build()->get("a/c/0/0"));
+  ReadStats third = a.read(Region{{0, 0}, {4, 6}}, out.data(), out.size() * 4, ReadOptions{1});
+  EXPECT_EQ(third.shard_index_cache_hits, 0u);
+  EXPECT_EQ(third.chunks_missing, 1u);
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 6; ++x) EXPECT_EQ(out[y * 6 + x], g.expected(y, x));
+}
+
 TEST(ShardingErrors, IndexPointingOutsideTheShard) {
   ShardedFixture f;
   auto store = f.build();
