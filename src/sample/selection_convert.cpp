@@ -1,0 +1,92 @@
+// Per-element conversions of the sample buffer: CF decoding + normalisation + NaN fill into
+// float32, and float32 -> bfloat16 / float16 with round-to-nearest-even.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "cubestream/error.hpp"
+#include "cubestream/selection.hpp"
+#include "zarr/cf_decode.hpp"
+
+namespace cubestream {
+
+void decode_normalise(const void* raw, const DataType& dtype, std::size_t count, const CFEncoding& enc,
+                      const Normalisation& norm, std::optional<float> nan_fill, float* out) {
+  if (dtype.kind == DTypeKind::kComplex) {
+    throw Error(ErrorCode::kUnsupported, "cannot read a " + dtype.name() + " variable into a sample buffer");
+  }
+  // CF decoding is the dataset layer's (masking with values rounded to the stored type as
+  // numpy does, _Unsigned, scale, offset); here only normalisation and the NaN policy are
+  // added, in blocks so that the float64 intermediate stays in cache.
+  constexpr std::size_t kBlock = 4096;
+  double tmp[kBlock];
+  const auto* p = static_cast<const unsigned char*>(raw);
+  for (std::size_t done = 0; done < count; done += kBlock) {
+    const std::size_t n = std::min(kBlock, count - done);
+    zarr::cf_decode_values(p + done * dtype.size, dtype, n, enc, tmp);
+    for (std::size_t i = 0; i < n; ++i) {
+      float f = static_cast<float>((tmp[i] - norm.mean) / norm.std);
+      if (nan_fill && std::isnan(f)) f = *nan_fill;
+      out[done + i] = f;
+    }
+  }
+}
+
+std::uint16_t float_to_bfloat16(float x) {
+  const auto bits = std::bit_cast<std::uint32_t>(x);
+  if (std::isnan(x)) return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // keep sign, quiet
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+std::uint16_t float_to_float16(float x) {
+  const auto bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t exp = (bits >> 23) & 0xFFu;
+  std::uint32_t mant = bits & 0x7FFFFFu;
+  if (exp == 0xFF) {  // inf or NaN
+    if (mant == 0) return sign | 0x7C00u;
+    return static_cast<std::uint16_t>(sign | 0x7E00u | (mant >> 13));
+  }
+  const int e = static_cast<int>(exp) - 127 + 15;  // biased half exponent
+  if (e >= 31) return sign | 0x7C00u;               // overflow (rounding cannot help)
+  if (e <= 0) {
+    // Subnormal half (or zero): value = m * 2^-24 with m = full mantissa >> shift.
+    if (e < -10) return sign;                        // below half the smallest subnormal
+    mant |= 0x800000u;                               // implicit bit
+    const int shift = 14 - e;                        // 14..24
+    std::uint32_t h = mant >> shift;
+    const std::uint32_t rem = mant & ((1u << shift) - 1);
+    const std::uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;  // may carry into the smallest normal: right
+    return static_cast<std::uint16_t>(sign | h);
+  }
+  std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
+  const std::uint32_t rem = mant & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry may give infinity: right
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+float bfloat16_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+
+float float16_to_float(std::uint16_t h) {
+  const std::uint32_t sign = (static_cast<std::uint32_t>(h) & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1Fu;
+  const std::uint32_t mant = h & 0x3FFu;
+  if (exp == 0) {
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+void float_to_bfloat16(const float* in, std::uint16_t* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = float_to_bfloat16(in[i]);
+}
+void float_to_float16(const float* in, std::uint16_t* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = float_to_float16(in[i]);
+}
+
+}  // namespace cubestream
