@@ -122,6 +122,7 @@ Selection::Selection(ConcatenatedTime source, SelectionConfig config, const Samp
     if (labels.empty()) refuse("the selection on \"" + dim + "\" is empty");
     std::set<double> seen;
     for (double l : labels) {
+      if (!std::isfinite(l)) refuse("label " + label_text(l) + " on \"" + dim + "\" is not a finite number");
       if (!seen.insert(l).second) refuse("label " + label_text(l) + " is selected twice on \"" + dim + "\"");
     }
   }
@@ -298,7 +299,7 @@ void Selection::read(const std::vector<Region>& steps, float* out, std::size_t o
     }
     for (std::size_t k = 0; k < nd; ++k) {
       const std::int64_t want = layout_pos[k] < 0 ? 1 : layout_shape_[static_cast<std::size_t>(layout_pos[k])];
-      if (r.shape[k] != want || r.start[k] < 0 || r.start[k] + r.shape[k] > sampler_dims_[k].size) {
+      if (r.shape[k] != want || r.start[k] < 0 || r.start[k] > sampler_dims_[k].size - r.shape[k]) {
         refuse("step region [" + std::to_string(r.start[k]) + ", +" + std::to_string(r.shape[k]) + ") along \"" +
                sampler_dims_[k].name + "\" does not fit (size " + std::to_string(sampler_dims_[k].size) +
                ", sample extent " + std::to_string(want) + ")");

@@ -166,7 +166,15 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
     }
   };
 
-  const zarr::ReadPlan plan = zarr::plan_read(a, region, for_each);
+  const zarr::ReadPlan plan = [&] {
+    try {
+      return zarr::plan_read(a, region, for_each);
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::kResourceExhausted, "out of memory while planning the read", array_ctx);
+    } catch (const std::length_error& e) {
+      throw Error(ErrorCode::kResourceExhausted, std::string("read plan too large: ") + e.what(), array_ctx);
+    }
+  }();
   const std::size_t unit_bytes = plan.unit_spec.num_bytes();
   std::atomic<std::uint64_t> chunks_read{0}, chunks_missing{0}, bytes_fetched{plan.index_bytes_fetched}, in_place{0},
       requests{0};
@@ -214,6 +222,13 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
       if (!a.store->read_into(t.key, range, encoded)) {
         for (const auto& c : t.chunks) fill(c);
         return;
+      }
+      // A Store implementation outside cubestream may return fewer bytes than asked for;
+      // the chunk offsets below are only valid for the full range.
+      if (!t.whole_value && encoded.size() != t.length) {
+        throw Error(ErrorCode::kIo, "store returned " + std::to_string(encoded.size()) + " bytes for a range of " +
+                                        std::to_string(t.length),
+                    ErrorContext{a.store->describe(), t.key, t.offset});
       }
       bytes_fetched += encoded.size();
       for (const auto& c : t.chunks) {
