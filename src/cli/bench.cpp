@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.hpp"
+#include "cli/chunk_grid.hpp"
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
 #include "cubestream/array.hpp"
@@ -43,21 +44,12 @@ nlohmann::json codec_baseline(const Array& a, std::uint64_t budget) {
   for (const auto& c : m.codecs) last = c.value("name", "");
   std::uint64_t chunk_bytes = m.dtype.size;
   for (auto c : m.chunk_shape) chunk_bytes *= static_cast<std::uint64_t>(c);
-  std::vector<std::int64_t> grid;
-  std::uint64_t n = 1;
-  for (std::size_t d = 0; d < m.shape.size(); ++d) {
-    grid.push_back((m.shape[d] + m.chunk_shape[d] - 1) / m.chunk_shape[d]);
-    n *= static_cast<std::uint64_t>(grid.back());
-  }
-  n = std::min<std::uint64_t>(n, std::max<std::uint64_t>(1, budget / std::max<std::uint64_t>(1, chunk_bytes)));
+  const ChunkGrid grid = ChunkGrid::of(m);
+  const std::uint64_t n =
+      std::min<std::uint64_t>(grid.count, std::max<std::uint64_t>(1, budget / std::max<std::uint64_t>(1, chunk_bytes)));
   std::vector<Bytes> chunks;
-  std::vector<std::int64_t> idx(grid.size());
   for (std::uint64_t flat = 0; flat < n; ++flat) {
-    std::uint64_t rem = flat;
-    for (std::size_t d = grid.size(); d-- > 0;) {
-      idx[d] = static_cast<std::int64_t>(rem % static_cast<std::uint64_t>(grid[d]));
-      rem /= static_cast<std::uint64_t>(grid[d]);
-    }
+    const auto idx = grid.position(flat);
     if (auto v = a.store().get(a.chunk_key(idx))) chunks.push_back(std::move(*v));
   }
   if (chunks.empty()) return nullptr;
@@ -78,9 +70,6 @@ nlohmann::json codec_baseline(const Array& a, std::uint64_t budget) {
   }
   if (last == "blosc" || last == "lz4") {
     // The same decoded data, compressed with plain LZ4 here, decoded with liblz4.
-    Region all;
-    all.start.assign(m.shape.size(), 0);
-    all.shape = m.shape;
     std::vector<Bytes> lz;
     Bytes decoded = a.read_all({});
     const std::uint64_t total = std::min<std::uint64_t>(decoded.size(), chunks.size() * chunk_bytes);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.hpp"
+#include "cli/chunk_grid.hpp"
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
 #include "cubestream/array.hpp"
@@ -30,24 +31,15 @@ struct SizeSurvey {
 SizeSurvey survey(const Array& a) {
   const auto& m = a.metadata();
   SizeSurvey s;
-  std::vector<std::int64_t> grid;
-  s.chunks_total = 1;
-  for (std::size_t d = 0; d < m.shape.size(); ++d) {
-    grid.push_back((m.shape[d] + m.chunk_shape[d] - 1) / m.chunk_shape[d]);
-    s.chunks_total *= static_cast<std::uint64_t>(grid.back());
-  }
+  const ChunkGrid grid = ChunkGrid::of(m);
+  s.chunks_total = grid.count;
   if (s.chunks_total == 0) return s;
   constexpr std::uint64_t kMaxStat = 20000;
   const std::uint64_t step = s.chunks_total > kMaxStat ? s.chunks_total / kMaxStat : 1;
   s.estimated = step > 1;
   std::uint64_t visited = 0;
-  std::vector<std::int64_t> idx(grid.size());
   for (std::uint64_t flat = 0; flat < s.chunks_total; flat += step, ++visited) {
-    std::uint64_t rem = flat;
-    for (std::size_t d = grid.size(); d-- > 0;) {
-      idx[d] = static_cast<std::int64_t>(rem % static_cast<std::uint64_t>(grid[d]));
-      rem /= static_cast<std::uint64_t>(grid[d]);
-    }
+    const auto idx = grid.position(flat);
     if (auto size = a.store().size(a.chunk_key(idx))) {
       ++s.chunks_present;
       s.stored_bytes += *size;

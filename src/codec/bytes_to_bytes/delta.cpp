@@ -32,15 +32,7 @@ class DeltaCodec final : public BytesToBytesCodec {
   }
 
   std::size_t decode(ByteView in, MutableByteView out) const override {
-    CS_DECODE_CHECK(in.size() % astype_.size == 0, kCorruptData, "delta",
-                    std::to_string(in.size()) + " bytes are not a whole number of " + numpy_str(astype_) +
-                        " elements",
-                    0);
-    const std::size_t n = in.size() / astype_.size;
-    CS_DECODE_CHECK(n * dtype_.size <= out.size(), kSizeMismatch, "delta",
-                    std::to_string(n) + " elements do not fit the " + std::to_string(out.size()) +
-                        " bytes expected",
-                    0);
+    const std::size_t n = filter_element_count("delta", in.size(), out.size(), astype_, dtype_);
     if (loop_.kind == NumKind::kFloat) {
       decode_float(in.data(), out.data(), n);
     } else {

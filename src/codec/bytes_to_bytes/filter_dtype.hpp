@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codec/bytes_to_bytes/config.hpp"
+#include "codec/decode_check.hpp"
 #include "codec/logic/numpy_cast.hpp"
 
 namespace cubestream::codec {
@@ -44,6 +45,19 @@ inline std::string numpy_str(logic::NumType t) {
   }
   const char order = t.size == 1 ? '|' : t.big_endian ? '>' : '<';
   return std::string(1, order) + kind + std::to_string(t.size);
+}
+
+// The number of elements an element-wise filter decodes: `in` must hold whole `astype`
+// elements, and as many `dtype` elements must fit in `out_bytes` (no decompression bombs).
+inline std::size_t filter_element_count(std::string_view codec, std::size_t in_bytes, std::size_t out_bytes,
+                                        logic::NumType astype, logic::NumType dtype) {
+  const std::string name(codec);
+  CS_DECODE_CHECK(in_bytes % astype.size == 0, kCorruptData, name,
+                  std::to_string(in_bytes) + " bytes are not a whole number of " + numpy_str(astype) + " elements", 0);
+  const std::size_t n = in_bytes / astype.size;
+  CS_DECODE_CHECK(n * dtype.size <= out_bytes, kSizeMismatch, name,
+                  std::to_string(n) + " elements do not fit the " + std::to_string(out_bytes) + " bytes expected", 0);
+  return n;
 }
 
 }  // namespace cubestream::codec

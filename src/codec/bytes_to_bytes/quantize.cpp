@@ -24,15 +24,7 @@ class QuantizeCodec final : public BytesToBytesCodec {
   }
 
   std::size_t decode(ByteView in, MutableByteView out) const override {
-    CS_DECODE_CHECK(in.size() % astype_.size == 0, kCorruptData, "quantize",
-                    std::to_string(in.size()) + " bytes are not a whole number of " + numpy_str(astype_) +
-                        " elements",
-                    0);
-    const std::size_t n = in.size() / astype_.size;
-    CS_DECODE_CHECK(n * dtype_.size <= out.size(), kSizeMismatch, "quantize",
-                    std::to_string(n) + " elements do not fit the " + std::to_string(out.size()) +
-                        " bytes expected",
-                    0);
+    const std::size_t n = filter_element_count("quantize", in.size(), out.size(), astype_, dtype_);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t bits = logic::load_bits(in.data() + i * astype_.size, astype_.size, astype_.big_endian);
       logic::store_bits(out.data() + i * dtype_.size, logic::convert_bits(bits, astype_, dtype_), dtype_.size,
