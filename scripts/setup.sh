@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libzstd-dev liblz4-dev zlib1g-dev nlohmann-json3-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
-  libgtest-dev
+  libgtest-dev libdlpack-dev
   # test oracles and fixture writers
   libblosc-dev python3-zarr python3-numcodecs python3-xarray python3-netcdf4
   # real climate fields (CMIP5) for the demo store and tests

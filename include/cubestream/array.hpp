@@ -99,6 +99,29 @@ class Array {
   // Sum of the stored sizes of all chunk (or shard) values that exist; walks the store.
   std::uint64_t stored_bytes() const;
 
+  // ---- Decode units: fetching and decoding as separate steps -------------------------------
+  // A decode unit is what one run of the codec chain yields: a chunk, or for a sharded array
+  // an inner chunk. Units tile the array on the grid unit_shape(); units at the upper edges
+  // reach past the array's shape (the codecs always decode whole units). A pipeline that
+  // caches decoded data, or decodes elsewhere (a GPU), fetches with fetch_unit() and decodes
+  // with decode_unit(); read() is the same two steps fused.
+  const std::vector<std::int64_t>& unit_shape() const;
+  std::size_t unit_bytes() const;  // product of unit_shape() times the dtype size
+  // The encoded bytes of one unit. `missing` units (no chunk value, or an empty inner chunk)
+  // decode to the fill value. For a sharded array the shard index is read once and cached.
+  struct EncodedUnit {
+    std::string key;                 // the store key (the shard's, if sharded)
+    std::uint64_t offset = 0;        // where the bytes start inside that key's value
+    bool missing = false;
+    Bytes bytes;
+    std::uint64_t bytes_fetched = 0; // bytes read from the store, shard index included
+  };
+  // Error(kInvalidArgument) for an index outside the unit grid; store errors pass through.
+  EncodedUnit fetch_unit(const std::vector<std::int64_t>& unit) const;
+  // Decodes a fetched unit into `out` (unit_bytes() bytes, native byte order, C order).
+  // Errors carry the store, key and the byte offset inside the key's value.
+  void decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const;
+
   struct Impl;
 
  private:

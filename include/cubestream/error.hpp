@@ -28,6 +28,7 @@ enum class ErrorCode : int {
   kCuda = 11,             // a CUDA runtime call failed
   kInternal = 12,         // a broken invariant inside cubestream (a bug: please report)
   kResourceExhausted = 13,  // memory or threads could not be had
+  kCancelled = 14,        // work stopped on request (a loader shut down or restarted)
 };
 
 // Stable, lower-case name of a code ("corrupt_data"); used in messages and in Python.

@@ -179,6 +179,11 @@ class Selection {
   std::int64_t input_elements() const { return elements(num_inputs_); }
   std::int64_t target_elements() const { return elements(num_targets_); }
   const ConcatenatedTime& source() const { return source_; }
+  const std::optional<Dataset>& statics() const { return statics_; }
+  const SelectionConfig& config() const { return config_; }
+  const std::vector<SampleDim>& sampler_dims() const { return sampler_dims_; }
+  // The window's time dim, squeezed out of the layout (nullopt without a window).
+  const std::optional<std::string>& squeezed_dim() const { return squeezed_; }
 
   // Reads one sample's steps into `out` (out_elements must equal elements(steps.size())).
   // Each Region has one entry per sampler dim and must lie inside the dims. Throws

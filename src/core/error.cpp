@@ -17,6 +17,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kCuda: return "cuda";
     case ErrorCode::kInternal: return "internal";
     case ErrorCode::kResourceExhausted: return "resource_exhausted";
+    case ErrorCode::kCancelled: return "cancelled";
   }
   return "unknown";
 }

@@ -1,0 +1,189 @@
+// The streaming loader: shuffled, normalised training batches out of Zarr datacubes, assembled
+// by a C++ pipeline that runs ahead of the consumer.
+//
+//   cubestream::LoaderConfig cfg;
+//   cfg.selection.variables = {"2m_temperature", "temperature"};
+//   cfg.selection.select = {{"level", {500, 850}}};
+//   cfg.sampler.window = cubestream::ForecastWindow{"time", {0}, {1}};
+//   cfg.sampler.batch_size = 16;
+//   cfg.sampler.shuffle = cubestream::ShuffleMode::kChunk;
+//   cubestream::Loader loader(cubestream::ConcatenatedTime(years), cfg);
+//   while (auto batch = loader.next()) train(batch->inputs, batch->targets);  // one epoch
+//
+// ---- What a batch holds ------------------------------------------------------------------
+// inputs:  [batch, input steps, channels, d_1, ..., d_k]   (Selection's sample layout with a
+// targets: [batch, target steps, channels, d_1, ..., d_k]   leading batch axis; no targets
+//                                                          without a forecast window)
+// in the configured dtype (float32, bfloat16 or float16), C order, plus for every sample its
+// place: grid id, anchor time index, region start per sampler dim, the anchor's time stamp,
+// and whether it is a padding repeat (see sampler.hpp). Values equal, bit for bit, what
+// Selection::read gives for the same sample, converted to the output dtype.
+//
+// ---- The pipeline ------------------------------------------------------------------------
+// One producer thread plans batch after batch of the epoch (Sampler), and for each batch:
+//   fetch   the encoded bytes of every decode unit (chunk or inner chunk) the batch touches
+//           and that the decoded-chunk cache does not hold;
+//   decode  them (the seam where a GPU decoder plugs in: Array::decode_unit today);
+//   assemble every unit's part of every sample, step and channel into the batch buffer,
+//           with CF decoding, normalisation, NaN fill and the output dtype;
+//   hand over: on the CPU the buffer is the batch; with device = kCuda the buffer is pinned
+//           host memory, copied to the GPU on the loader's own CUDA stream, and the batch
+//           carries an event that the consumer's stream waits on (Batch::wait_on /
+//           DLPack's stream argument), so nothing synchronises the whole device.
+// Fetch, decode and assemble of one unit run as one task on a pool of `threads` threads; a
+// batch's tasks run in parallel. The loader keeps up to `prefetch` batches ready ahead of the
+// consumer, across epoch ends too.
+//
+// Decoded units go into a bounded LRU cache, so a unit shared by several samples of a batch,
+// or by later batches (the chunk-aware shuffle is built for this), is fetched and decoded
+// once while it stays cached. Units of the batch being assembled are never decoded twice:
+// tasks are per unique unit.
+//
+// ---- Memory --------------------------------------------------------------------------------
+// `memory_limit` bounds the host memory the loader holds at once: batch buffers it is filling
+// or holding ready (prefetch of them), the encoded and decoded units of running tasks, and the
+// cache, which gets whatever the rest leaves and is evicted first when a task needs room.
+// When the limit is reached, tasks wait (back-pressure) instead of allocating. The
+// constructor refuses (Error kInvalidArgument) a limit that cannot hold `prefetch` batch
+// buffers plus one task per thread. Batches handed to the consumer are the consumer's memory:
+// they go back to the loader's buffer pool when the consumer drops them. Device memory (kCuda)
+// is `prefetch` + 2 batch buffers, reused.
+//
+// ---- Epochs, ranks and resuming ------------------------------------------------------------
+// next() returns the batches of the current epoch in order, then nullopt once, and moves on
+// to the next epoch (as Sampler::next_batch). set_epoch(e) and load_state() drop whatever was
+// prefetched and restart there. state() describes the batches handed out (not the ones
+// prefetched), so restoring it continues with exactly the batches an uninterrupted run gives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cubestream/dataset.hpp"
+#include "cubestream/sampler.hpp"
+#include "cubestream/selection.hpp"
+
+namespace cubestream {
+
+enum class OutputDType { kFloat32, kBFloat16, kFloat16 };
+enum class DeviceKind { kCpu, kCuda };
+
+struct LoaderConfig {
+  // The sampler's dims may be left empty: the loader then takes the dims shared by every
+  // selected variable of the main source, in the order of the first variable's axes, with
+  // their sizes (the channel dims are the others). Its chunks (for kChunk shuffles) are
+  // filled from the first variable's decode units when left empty.
+  SamplerConfig sampler;
+  SelectionConfig selection;
+  OutputDType dtype = OutputDType::kFloat32;
+  DeviceKind device = DeviceKind::kCpu;
+  int device_index = 0;
+  // Worker threads for fetch, decode and assemble. 0: CUBESTREAM_THREADS, else all cores.
+  int threads = 0;
+  // Batches assembled ahead of the consumer (>= 1).
+  int prefetch = 2;
+  // Host memory bound in bytes (see above). 0: CUBESTREAM_LOADER_MEMORY, else 4 GiB.
+  std::uint64_t memory_limit = 0;
+  // Record a trace of every stage (trace_json()); costs a little time per task.
+  bool trace = false;
+};
+
+// A batch tensor's storage. Host memory (pinned when the loader feeds a GPU) or device memory.
+struct TensorStorage;
+
+// One tensor of a batch: a view into storage that lives as long as any copy of this object.
+struct Tensor {
+  std::shared_ptr<TensorStorage> storage;
+  void* data = nullptr;
+  std::vector<std::int64_t> shape;
+  OutputDType dtype = OutputDType::kFloat32;
+  DeviceKind device = DeviceKind::kCpu;
+  int device_index = 0;
+  std::size_t element_size() const { return dtype == OutputDType::kFloat32 ? 4 : 2; }
+  std::int64_t num_elements() const;
+  std::size_t num_bytes() const { return static_cast<std::size_t>(num_elements()) * element_size(); }
+};
+
+struct Batch {
+  std::int64_t epoch = 0;
+  std::int64_t index = 0;              // batch index within the epoch on this rank
+  Tensor inputs;
+  std::optional<Tensor> targets;
+  std::vector<Sample> samples;         // id, anchor, start per sampler dim, repeat
+  // Nanoseconds since 1970-01-01 of each sample's anchor time (or, without a window, of the
+  // first time step of its region); nullopt where the dataset has no decodable standard-
+  // calendar time coordinate there.
+  std::vector<std::optional<std::int64_t>> time_ns;
+  // Makes work on `stream` (a cudaStream_t; 0 for the legacy default stream) wait until the
+  // batch is on the GPU. No-op for CPU batches. Does not block the host.
+  void wait_on(void* stream) const;
+  // Blocks the calling thread until the batch is on the GPU (tests and simple consumers).
+  void synchronize() const;
+  std::shared_ptr<void> ready_event;   // the CUDA event of the copy (kCuda only)
+};
+
+// Counters and times of the pipeline since construction (or reset_stats()).
+struct LoaderStats {
+  std::uint64_t batches = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t units_fetched = 0;       // decode units fetched and decoded
+  std::uint64_t units_missing = 0;       // of those, absent ones (fill value)
+  std::uint64_t cache_hits = 0;          // units served from the decoded-unit cache
+  std::uint64_t bytes_fetched = 0;       // encoded bytes read from stores
+  std::uint64_t bytes_decoded = 0;       // decoded unit bytes
+  std::uint64_t bytes_delivered = 0;     // batch bytes handed to the consumer
+  // Busy time summed over threads, per stage, in seconds.
+  double fetch_s = 0, decode_s = 0, assemble_s = 0, transfer_s = 0;
+  double consumer_wait_s = 0;            // time next() waited for a batch
+  double wall_s = 0;                     // since construction or reset
+  std::uint64_t ready_queue_max = 0;     // most batches ready at once
+  std::uint64_t memory_peak = 0;         // most host bytes held at once (see Memory)
+  std::uint64_t memory_limit = 0;
+  std::uint64_t cache_bytes = 0;         // held by the cache now
+  nlohmann::json to_json() const;
+};
+
+class Loader {
+ public:
+  // Validates everything (sampler, selection, memory, device); every bad config is an
+  // Error(kInvalidArgument) from here, never from next(). Starts the producer thread.
+  Loader(ConcatenatedTime source, LoaderConfig config, std::optional<Dataset> statics = std::nullopt);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  const LoaderConfig& config() const;
+  const Sampler& sampler() const;
+  const Selection& selection() const;
+  std::vector<std::string> channel_names() const;
+  // Shapes of a full batch's tensors (the last batch of an epoch may have fewer samples).
+  std::vector<std::int64_t> input_shape() const;
+  std::vector<std::int64_t> target_shape() const;   // empty without targets
+  std::int64_t len() const;                          // batches per epoch on this rank
+  std::int64_t epoch() const;                        // epoch of the next batch
+
+  // The next batch, or nullopt at the end of an epoch (once; the following call starts the
+  // next epoch). Read errors of a batch are thrown here, with the store, key and offset.
+  std::optional<Batch> next();
+  void set_epoch(std::int64_t epoch);
+  SamplerState state() const;
+  void load_state(const SamplerState& state);
+
+  LoaderStats stats() const;
+  void reset_stats();
+  // Chrome / Perfetto trace ("traceEvents") of the recorded stages; empty unless
+  // config.trace. Load it in ui.perfetto.dev or chrome://tracing.
+  nlohmann::json trace_json() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cubestream

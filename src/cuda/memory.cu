@@ -1,0 +1,93 @@
+// CUDA runtime implementation of cuda/memory.hpp. Every call goes through CS_CUDA_CHECK; the
+// release functions are noexcept (they run in destructors) and ignore failures, which at that
+// point can only mean the context is already gone.
+#include <cuda_runtime.h>
+
+#include "cuda/check.hpp"
+#include "cuda/memory.hpp"
+
+namespace cubestream::cuda {
+
+namespace {
+
+// Each call names its device: the loader's thread and the consumer's may have others current.
+void use(int device) { CS_CUDA_CHECK(cudaSetDevice(device)); }
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error for later calls
+    return 0;
+  }
+  return n;
+}
+
+void* alloc_pinned(std::size_t bytes) {
+  void* p = nullptr;
+  CS_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return p;
+}
+
+void free_pinned(void* p) noexcept {
+  if (p) cudaFreeHost(p);
+}
+
+void* alloc_device(std::size_t bytes, int device) {
+  use(device);
+  void* p = nullptr;
+  CS_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return p;
+}
+
+void free_device(void* p, int device) noexcept {
+  if (!p) return;
+  cudaSetDevice(device);
+  cudaFree(p);
+}
+
+void* create_stream(int device) {
+  use(device);
+  cudaStream_t s = nullptr;
+  CS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void destroy_stream(void* stream, int device) noexcept {
+  if (!stream) return;
+  cudaSetDevice(device);
+  cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+
+void* create_event(int device) {
+  use(device);
+  cudaEvent_t e = nullptr;
+  CS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void destroy_event(void* event, int device) noexcept {
+  if (!event) return;
+  cudaSetDevice(device);
+  cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+void copy_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream, int device) {
+  use(device);
+  CS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)));
+}
+
+void record_event(void* event, void* stream, int device) {
+  use(device);
+  CS_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+}
+
+void stream_wait_event(void* stream, void* event, int device) {
+  use(device);
+  CS_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+}
+
+void event_synchronize(void* event) { CS_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+
+}  // namespace cubestream::cuda

@@ -1,0 +1,31 @@
+// The few CUDA runtime services the loader's hand-over needs: pinned host memory, device
+// memory, a stream, events and an asynchronous host-to-device copy. Handles are opaque
+// pointers so that callers compile without CUDA headers; in a build without CUDA every call
+// but device_count() throws Error(kUnsupported).
+#pragma once
+
+#include <cstddef>
+
+namespace cubestream::cuda {
+
+// Devices visible to this process; 0 in a CPU-only build or without a usable driver.
+int device_count();
+
+void* alloc_pinned(std::size_t bytes);          // page-locked host memory (cudaHostAlloc)
+void free_pinned(void* p) noexcept;
+void* alloc_device(std::size_t bytes, int device);
+void free_device(void* p, int device) noexcept;
+
+void* create_stream(int device);                 // a non-blocking stream
+void destroy_stream(void* stream, int device) noexcept;
+void* create_event(int device);                  // timing disabled: cheapest to record and wait on
+void destroy_event(void* event, int device) noexcept;
+
+// Stream-ordered copy of `bytes` from pinned host memory to device memory.
+void copy_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream, int device);
+void record_event(void* event, void* stream, int device);
+// Makes later work on `stream` wait for `event`; the host does not block.
+void stream_wait_event(void* stream, void* event, int device);
+void event_synchronize(void* event);
+
+}  // namespace cubestream::cuda

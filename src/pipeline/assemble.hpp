@@ -1,0 +1,18 @@
+// The assemble stage: one decoded unit's piece into a batch tensor, with CF decoding,
+// normalisation, the NaN policy and the output dtype (the per-element rules are
+// decode_normalise's, so values equal Selection::read's bit for bit before the final cast).
+#pragma once
+
+#include <optional>
+
+#include "cubestream/loader.hpp"
+#include "pipeline/batch_plan.hpp"
+
+namespace cubestream::pipeline {
+
+// `unit` holds a whole decoded unit of `source` (native byte order); `tensor` is the base of
+// the batch tensor the piece names. Thread-safe for pieces that do not overlap.
+void assemble_piece(const Piece& piece, const std::uint8_t* unit, const UnitSource& source,
+                    const Normalisation& norm, std::optional<float> nan_fill, OutputDType dtype, void* tensor);
+
+}  // namespace cubestream::pipeline

@@ -1,0 +1,572 @@
+// The loader's engine: a producer thread that plans, fetches, decodes and assembles batch
+// after batch ahead of the consumer, within one memory bound. See include/cubestream/loader.hpp.
+#include "cubestream/loader.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/thread_pool.hpp"
+#include "cubestream/error.hpp"
+#include "cuda/memory.hpp"
+#include "pipeline/assemble.hpp"
+#include "pipeline/batch_plan.hpp"
+#include "pipeline/buffer_pool.hpp"
+#include "pipeline/memory_budget.hpp"
+#include "pipeline/trace.hpp"
+#include "pipeline/unit_cache.hpp"
+
+namespace cubestream {
+
+namespace {
+
+constexpr std::uint64_t kDefaultMemoryLimit = std::uint64_t{4} << 30;
+constexpr std::size_t kAlign = 256;
+
+[[noreturn]] void refuse(const std::string& why) { throw Error(ErrorCode::kInvalidArgument, "loader: " + why); }
+
+std::uint64_t default_memory_limit() {
+  if (const char* env = std::getenv("CUBESTREAM_LOADER_MEMORY")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) return v;
+  }
+  return kDefaultMemoryLimit;
+}
+
+// The sampler dims when the config leaves them out: the dims every selected variable of the
+// main source has (the time dim counts as shared when any has it: static fields broadcast),
+// in the axis order of the first variable with the most of them.
+std::vector<SampleDim> infer_dims(const ConcatenatedTime& src, const SelectionConfig& sel) {
+  if (sel.variables.empty()) refuse("no variables selected");
+  const std::string& time = src.time_dim();
+  bool any_time = false;
+  for (const auto& name : sel.variables) {
+    if (!src.has_variable(name)) {
+      std::string names;
+      for (const auto& n : src.part(0).data_variable_names()) names += (names.empty() ? "" : ", ") + n;
+      refuse("unknown variable \"" + name + "\"; the dataset has: " + names);
+    }
+    const auto& d = src.variable(name).dims;
+    any_time = any_time || std::find(d.begin(), d.end(), time) != d.end();
+  }
+  auto shared = [&](const std::string& dim) {
+    if (sel.select.count(dim)) return false;
+    if (dim == time && any_time) return true;
+    for (const auto& name : sel.variables) {
+      const auto& d = src.variable(name).dims;
+      if (std::find(d.begin(), d.end(), dim) == d.end()) return false;
+    }
+    return true;
+  };
+  std::vector<SampleDim> best;
+  for (const auto& name : sel.variables) {
+    std::vector<SampleDim> dims;
+    for (const auto& dim : src.variable(name).dims) {
+      if (shared(dim)) dims.push_back(SampleDim{dim, src.dims().at(dim)});
+    }
+    if (dims.size() > best.size()) best = std::move(dims);
+  }
+  if (best.empty()) refuse("the selected variables share no dimension to sample along");
+  return best;
+}
+
+std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+struct Loader::Impl {
+  struct Entry {
+    enum Kind { kBatch, kEnd, kError } kind = kBatch;
+    Batch batch;
+    std::int64_t epoch = 0;
+    std::exception_ptr error;
+  };
+
+  Impl(ConcatenatedTime source, LoaderConfig config, std::optional<Dataset> statics);
+  ~Impl() { stop_producer(); }
+
+  void start_producer(std::int64_t epoch, std::int64_t batch);
+  void stop_producer();
+  void produce(std::int64_t epoch, std::int64_t batch);
+  Batch build(const EpochPlan& plan, std::int64_t index);
+  void run_task(const pipeline::UnitTask& task, void* in_ptr, void* tgt_ptr);
+
+  LoaderConfig cfg;
+  Sampler sampler;
+  Selection selection;
+  pipeline::BatchPlanner planner;
+  pipeline::TraceRecorder trace;
+  int threads = 1;
+  std::size_t in_bytes = 0, tgt_bytes = 0, tgt_offset = 0, batch_bytes = 0;
+  std::uint64_t task_reserve = 0;
+  std::unique_ptr<pipeline::MemoryBudget> budget;
+  std::unique_ptr<pipeline::UnitCache> cache;
+  std::shared_ptr<pipeline::BufferPool> host_pool, device_pool;
+  void* copy_stream = nullptr;
+
+  // Producer state.
+  std::thread producer;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Entry> ready;
+  int slots_used = 0;        // batches being filled or ready, at most cfg.prefetch
+  bool stopping = false;
+  std::exception_ptr failed;
+  // Consumer cursor: the next batch next() hands out.
+  std::int64_t cur_epoch = 0, cur_batch = 0;
+
+  // Statistics.
+  std::atomic<std::uint64_t> st_batches{0}, st_samples{0}, st_units{0}, st_missing{0}, st_hits{0}, st_fetched{0},
+      st_decoded{0}, st_delivered{0}, st_ready_max{0};
+  std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0};
+  std::int64_t stats_origin = pipeline::now_ns();
+};
+
+Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<Dataset> statics)
+    : cfg([&] {
+        if (config.sampler.dims.empty()) config.sampler.dims = infer_dims(source, config.selection);
+        if (config.sampler.shuffle == ShuffleMode::kChunk && config.sampler.chunks.empty() &&
+            !config.selection.variables.empty() && source.has_variable(config.selection.variables.front())) {
+          const Variable& v = source.variable(config.selection.variables.front());
+          const auto& us = v.array.unit_shape();
+          for (std::size_t a = 0; a < v.dims.size(); ++a) config.sampler.chunks[v.dims[a]] = us[a];
+          for (auto it = config.sampler.chunks.begin(); it != config.sampler.chunks.end();) {
+            const bool is_sample_dim = std::any_of(config.sampler.dims.begin(), config.sampler.dims.end(),
+                                                   [&](const SampleDim& d) { return d.name == it->first; });
+            it = is_sample_dim ? std::next(it) : config.sampler.chunks.erase(it);
+          }
+        }
+        return std::move(config);
+      }()),
+      sampler(cfg.sampler),
+      selection(std::move(source), cfg.selection, sampler.config(), std::move(statics)),
+      planner(selection, sampler),
+      trace(cfg.trace) {
+  if (cfg.prefetch < 1) refuse("prefetch must be at least 1, not " + std::to_string(cfg.prefetch));
+  if (cfg.device == DeviceKind::kCuda) {
+    const int n = cuda::device_count();
+    if (cfg.device_index < 0 || cfg.device_index >= n) {
+      refuse("device cuda:" + std::to_string(cfg.device_index) + " was asked for, but " +
+             (n == 0 ? std::string("no CUDA device is usable (or this build has no CUDA)")
+                     : std::to_string(n) + " device(s) are visible"));
+    }
+  }
+  threads = cfg.threads > 0 ? std::min(cfg.threads, ThreadPool::kMaxThreads) : ThreadPool::default_threads();
+  const std::size_t esize = cfg.dtype == OutputDType::kFloat32 ? 4 : 2;
+  const auto bs = static_cast<std::size_t>(cfg.sampler.batch_size);
+  in_bytes = static_cast<std::size_t>(selection.input_elements()) * esize * bs;
+  tgt_bytes = static_cast<std::size_t>(selection.target_elements()) * esize * bs;
+  tgt_offset = round_up(in_bytes);
+  batch_bytes = tgt_offset + tgt_bytes;
+  std::uint64_t max_unit = 0;
+  for (const auto& s : planner.sources()) max_unit = std::max<std::uint64_t>(max_unit, s.array.unit_bytes());
+  // A task holds one decoded unit and its encoded bytes, which for the codecs of Zarr are
+  // at most the decoded size plus a small header per block (estimated generously).
+  task_reserve = 2 * max_unit + max_unit / 64 + (64u << 10);
+  const std::uint64_t limit = cfg.memory_limit ? cfg.memory_limit : default_memory_limit();
+  const std::uint64_t buffers = static_cast<std::uint64_t>(cfg.prefetch + 1) * batch_bytes;
+  const std::uint64_t tasks = static_cast<std::uint64_t>(threads) * task_reserve;
+  if (buffers + tasks > limit) {
+    refuse("memory_limit of " + std::to_string(limit) + " bytes is too small: " + std::to_string(cfg.prefetch + 1) +
+           " batch buffers of " + std::to_string(batch_bytes) + " bytes (prefetch + 1) and " + std::to_string(threads) +
+           " running tasks of up to " + std::to_string(task_reserve) + " bytes need " + std::to_string(buffers + tasks) +
+           "; raise memory_limit, or lower prefetch, batch_size or threads");
+  }
+  budget = std::make_unique<pipeline::MemoryBudget>(limit);
+  budget->force(buffers);  // the batch buffers' share, held for the loader's life
+  cache = std::make_unique<pipeline::UnitCache>(limit - buffers - tasks);
+  budget->set_reclaimer([this](std::uint64_t want) { return cache->evict(want); });
+  if (cfg.device == DeviceKind::kCuda) {
+    host_pool = pipeline::BufferPool::create(pipeline::MemoryKind::kPinned, batch_bytes, cfg.device_index, 2);
+    device_pool = pipeline::BufferPool::create(pipeline::MemoryKind::kDevice, batch_bytes, cfg.device_index,
+                                               static_cast<std::size_t>(cfg.prefetch) + 2);
+    copy_stream = cuda::create_stream(cfg.device_index);
+  } else {
+    host_pool = pipeline::BufferPool::create(pipeline::MemoryKind::kHost, batch_bytes, 0, 1);
+  }
+  start_producer(0, 0);
+}
+
+void Loader::Impl::start_producer(std::int64_t epoch, std::int64_t batch) {
+  cur_epoch = epoch;
+  cur_batch = batch;
+  producer = std::thread([this, epoch, batch] { produce(epoch, batch); });
+}
+
+void Loader::Impl::stop_producer() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopping = true;
+  }
+  cv.notify_all();
+  budget->cancel();
+  if (producer.joinable()) producer.join();
+  std::lock_guard<std::mutex> lock(mu);
+  ready.clear();
+  slots_used = 0;
+  stopping = false;
+  failed = nullptr;
+  budget->reset_cancel();
+  if (copy_stream) {
+    cuda::destroy_stream(copy_stream, cfg.device_index);
+    copy_stream = nullptr;
+  }
+}
+
+void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
+  try {
+    if (cfg.device == DeviceKind::kCuda && !copy_stream) copy_stream = cuda::create_stream(cfg.device_index);
+    for (;;) {
+      const EpochPlan plan = sampler.epoch(epoch);
+      for (; batch < plan.len(); ++batch) {
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return stopping || slots_used < cfg.prefetch; });
+          if (stopping) return;
+          ++slots_used;
+        }
+        Entry e;
+        e.batch = build(plan, batch);
+        e.epoch = epoch;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (stopping) return;
+          ready.push_back(std::move(e));
+          std::uint64_t depth = 0;
+          for (const auto& r : ready) depth += r.kind == Entry::kBatch;
+          if (depth > st_ready_max) st_ready_max = depth;
+          trace.counter("ready batches", static_cast<std::int64_t>(depth));
+        }
+        cv.notify_all();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stopping) return;
+        Entry end;
+        end.kind = Entry::kEnd;
+        end.epoch = epoch;
+        ready.push_back(std::move(end));
+      }
+      cv.notify_all();
+      ++epoch;
+      batch = 0;
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return;
+    Entry err;
+    err.kind = Entry::kError;
+    err.error = std::current_exception();
+    ready.push_back(std::move(err));
+    cv.notify_all();
+  }
+}
+
+namespace {
+
+// Charges a task's memory and releases what is left of it on every way out.
+class Reservation {
+ public:
+  Reservation(pipeline::MemoryBudget& b, std::uint64_t bytes) : b_(b), held_(bytes) { b_.acquire(bytes); }
+  ~Reservation() { b_.release(held_); }
+  void add_forced(std::uint64_t bytes) {
+    b_.force(bytes);
+    held_ += bytes;
+  }
+  // Hands `bytes` of the charge over to an object that releases them itself.
+  void hand_over(std::uint64_t bytes) { held_ -= std::min(held_, bytes); }
+
+ private:
+  pipeline::MemoryBudget& b_;
+  std::uint64_t held_;
+};
+
+}  // namespace
+
+void Loader::Impl::run_task(const pipeline::UnitTask& task, void* in_ptr, void* tgt_ptr) {
+  const pipeline::UnitSource& src = planner.sources()[task.source];
+  const std::int64_t t0 = pipeline::now_ns();
+  std::shared_ptr<const pipeline::DecodedUnit> unit = cache->find(task.cache_key);
+  std::int64_t t2 = t0;
+  if (unit) {
+    ++st_hits;
+  } else {
+    const std::uint64_t ub = src.array.unit_bytes();
+    const std::uint64_t enc_est = ub + ub / 64 + (64u << 10);
+    Reservation res(*budget, enc_est + ub);
+    Array::EncodedUnit enc;
+    {
+      pipeline::NvtxRange r("cubestream fetch");
+      enc = src.array.fetch_unit(task.unit);
+    }
+    const std::int64_t t1 = pipeline::now_ns();
+    if (enc.bytes.size() > enc_est) res.add_forced(enc.bytes.size() - enc_est);
+    auto decoded = std::make_shared<pipeline::DecodedUnit>(*budget, ub);
+    res.hand_over(ub);
+    {
+      pipeline::NvtxRange r("cubestream decode");
+      src.array.decode_unit(enc, decoded->data(), decoded->size());
+    }
+    t2 = pipeline::now_ns();
+    ++st_units;
+    if (enc.missing) ++st_missing;
+    st_fetched += enc.bytes_fetched;
+    st_decoded += ub;
+    ns_fetch += t1 - t0;
+    ns_decode += t2 - t1;
+    if (trace.enabled()) {
+      trace.record("fetch", t0, t1, src.description + " " + enc.key);
+      trace.record("decode", t1, t2, src.description);
+    }
+    unit = std::move(decoded);
+  }
+  {
+    pipeline::NvtxRange r("cubestream assemble");
+    const auto& channels = selection.channels();
+    for (const auto& pc : task.pieces) {
+      assemble_piece(pc, unit->data(), src, channels[pc.channel].norm, cfg.selection.nan_fill, cfg.dtype,
+                     pc.tensor == 0 ? in_ptr : tgt_ptr);
+    }
+  }
+  const std::int64_t t3 = pipeline::now_ns();
+  ns_assemble += t3 - t2;
+  if (trace.enabled()) trace.record("assemble", t2, t3, src.description);
+  cache->insert(task.cache_key, std::move(unit));
+}
+
+Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
+  const std::int64_t tb0 = pipeline::now_ns();
+  Batch b;
+  b.epoch = plan.epoch();
+  b.index = index;
+  b.samples = plan.batch(index);
+  const auto n = static_cast<std::int64_t>(b.samples.size());
+  const pipeline::BatchPlan bp = planner.plan(b.samples);
+  const std::int64_t tb1 = pipeline::now_ns();
+  if (trace.enabled()) {
+    trace.record("plan", tb0, tb1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
+  }
+
+  pipeline::PoolBlock hb = host_pool->take();
+  if (hb.event_pending) {
+    cuda::event_synchronize(hb.event);  // its previous copy to the GPU has finished
+    hb.event_pending = false;
+  }
+  std::shared_ptr<TensorStorage> host = host_pool->wrap(hb);
+  auto* base = static_cast<std::uint8_t*>(hb.data);
+  void* in_ptr = base;
+  void* tgt_ptr = base + tgt_offset;
+
+  ThreadPool& pool = ThreadPool::shared(threads);
+  auto run = [&](std::size_t i) { run_task(bp.tasks[i], in_ptr, tgt_ptr); };
+  if (threads <= 1 || bp.tasks.size() <= 1) {
+    for (std::size_t i = 0; i < bp.tasks.size(); ++i) run(i);
+  } else {
+    pool.parallel_for(bp.tasks.size(), run);
+  }
+
+  std::vector<std::int64_t> in_shape{n, static_cast<std::int64_t>(sampler.input_regions(b.samples.front()).size()),
+                                     selection.num_channels()};
+  for (auto e : selection.sample_shape()) in_shape.push_back(e);
+  const auto nt = static_cast<std::int64_t>(sampler.target_regions(b.samples.front()).size());
+  std::vector<std::int64_t> tgt_shape{n, nt, selection.num_channels()};
+  for (auto e : selection.sample_shape()) tgt_shape.push_back(e);
+
+  auto make = [&](std::shared_ptr<TensorStorage> st, void* data, std::vector<std::int64_t> shape) {
+    Tensor t;
+    t.storage = std::move(st);
+    t.data = data;
+    t.shape = std::move(shape);
+    t.dtype = cfg.dtype;
+    t.device = t.storage->device;
+    t.device_index = t.storage->device_index;
+    return t;
+  };
+  const std::size_t esize = cfg.dtype == OutputDType::kFloat32 ? 4 : 2;
+  const std::size_t used_in = static_cast<std::size_t>(n * selection.input_elements()) * esize;
+  const std::size_t used_tgt = static_cast<std::size_t>(n * selection.target_elements()) * esize;
+  if (cfg.device == DeviceKind::kCuda) {
+    const std::int64_t tc0 = pipeline::now_ns();
+    pipeline::NvtxRange r("cubestream transfer");
+    pipeline::PoolBlock db = device_pool->take();
+    if (db.event_pending) {
+      // The consumer's last use of this buffer, on its stream: the copy waits on the GPU.
+      cuda::stream_wait_event(copy_stream, db.event, cfg.device_index);
+      db.event_pending = false;
+    }
+    std::shared_ptr<TensorStorage> dev = device_pool->wrap(db);
+    auto* dbase = static_cast<std::uint8_t*>(db.data);
+    cuda::copy_to_device_async(dbase, base, used_in, copy_stream, cfg.device_index);
+    if (used_tgt) cuda::copy_to_device_async(dbase + tgt_offset, base + tgt_offset, used_tgt, copy_stream, cfg.device_index);
+    void* ev = cuda::create_event(cfg.device_index);
+    const int dev_index = cfg.device_index;
+    b.ready_event = std::shared_ptr<void>(ev, [dev_index](void* e) { cuda::destroy_event(e, dev_index); });
+    cuda::record_event(ev, copy_stream, cfg.device_index);
+    // The staging buffer may be refilled once this copy is done.
+    if (!host->block.event) host->block.event = cuda::create_event(cfg.device_index);
+    cuda::record_event(host->block.event, copy_stream, cfg.device_index);
+    host->block.event_pending = true;
+    host.reset();
+    b.inputs = make(dev, dbase, in_shape);
+    if (nt > 0) b.targets = make(dev, dbase + tgt_offset, tgt_shape);
+    const std::int64_t tc1 = pipeline::now_ns();
+    ns_transfer += tc1 - tc0;
+    if (trace.enabled()) trace.record("transfer (enqueue)", tc0, tc1);
+  } else {
+    b.inputs = make(host, in_ptr, in_shape);
+    if (nt > 0) b.targets = make(host, tgt_ptr, tgt_shape);
+  }
+
+  // Each sample's time stamp: the anchor with a window, else the first step of its region.
+  const auto& sdims = selection.sampler_dims();
+  std::int64_t time_k = -1;
+  for (std::size_t k = 0; k < sdims.size(); ++k)
+    if (sdims[k].name == selection.source().time_dim()) time_k = static_cast<std::int64_t>(k);
+  const auto& times = selection.source().times();
+  for (const auto& s : b.samples) {
+    std::int64_t t = s.anchor >= 0 ? s.anchor : (time_k >= 0 ? s.start[static_cast<std::size_t>(time_k)] : -1);
+    if (t >= 0 && static_cast<std::size_t>(t) < times.size() && times[static_cast<std::size_t>(t)].unix_ns) {
+      b.time_ns.push_back(times[static_cast<std::size_t>(t)].unix_ns);
+    } else {
+      b.time_ns.push_back(std::nullopt);
+    }
+  }
+  if (trace.enabled()) trace.record("batch", tb0, pipeline::now_ns(), "batch " + std::to_string(index));
+  return b;
+}
+
+// ---- the public face ------------------------------------------------------------------------
+
+Loader::Loader(ConcatenatedTime source, LoaderConfig config, std::optional<Dataset> statics)
+    : impl_(std::make_unique<Impl>(std::move(source), std::move(config), std::move(statics))) {}
+
+Loader::~Loader() = default;
+
+const LoaderConfig& Loader::config() const { return impl_->cfg; }
+const Sampler& Loader::sampler() const { return impl_->sampler; }
+const Selection& Loader::selection() const { return impl_->selection; }
+std::vector<std::string> Loader::channel_names() const { return impl_->selection.channel_names(); }
+std::int64_t Loader::len() const { return impl_->sampler.epoch(0).len(); }
+
+std::int64_t Loader::epoch() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->cur_epoch;
+}
+
+std::vector<std::int64_t> Loader::input_shape() const {
+  const auto& s = impl_->sampler;
+  std::vector<std::int64_t> shape{s.config().batch_size, static_cast<std::int64_t>(s.input_regions(s.sample(0)).size()),
+                                  impl_->selection.num_channels()};
+  for (auto e : impl_->selection.sample_shape()) shape.push_back(e);
+  return shape;
+}
+
+std::vector<std::int64_t> Loader::target_shape() const {
+  const auto& s = impl_->sampler;
+  const auto nt = static_cast<std::int64_t>(s.target_regions(s.sample(0)).size());
+  if (nt == 0) return {};
+  std::vector<std::int64_t> shape{s.config().batch_size, nt, impl_->selection.num_channels()};
+  for (auto e : impl_->selection.sample_shape()) shape.push_back(e);
+  return shape;
+}
+
+std::optional<Batch> Loader::next() {
+  Impl& m = *impl_;
+  const std::int64_t t0 = pipeline::now_ns();
+  Impl::Entry e;
+  {
+    std::unique_lock<std::mutex> lock(m.mu);
+    if (m.failed) std::rethrow_exception(m.failed);
+    m.cv.wait(lock, [&] { return !m.ready.empty(); });
+    e = std::move(m.ready.front());
+    m.ready.pop_front();
+    if (e.kind == Impl::Entry::kBatch) --m.slots_used;
+    if (e.kind == Impl::Entry::kError) m.failed = e.error;
+    if (e.kind == Impl::Entry::kEnd) {
+      m.cur_epoch = e.epoch + 1;
+      m.cur_batch = 0;
+    }
+    if (e.kind == Impl::Entry::kBatch) {
+      m.cur_epoch = e.batch.epoch;
+      m.cur_batch = e.batch.index + 1;
+    }
+  }
+  m.cv.notify_all();
+  const std::int64_t t1 = pipeline::now_ns();
+  m.ns_wait += t1 - t0;
+  if (m.trace.enabled()) m.trace.record("consumer wait", t0, t1);
+  if (e.kind == Impl::Entry::kError) std::rethrow_exception(e.error);
+  if (e.kind == Impl::Entry::kEnd) return std::nullopt;
+  ++m.st_batches;
+  m.st_samples += e.batch.samples.size();
+  m.st_delivered += e.batch.inputs.num_bytes() + (e.batch.targets ? e.batch.targets->num_bytes() : 0);
+  return std::move(e.batch);
+}
+
+void Loader::set_epoch(std::int64_t epoch) {
+  if (epoch < 0) refuse("epoch must be >= 0, not " + std::to_string(epoch));
+  impl_->stop_producer();
+  impl_->start_producer(epoch, 0);
+}
+
+SamplerState Loader::state() const {
+  SamplerState s = impl_->sampler.state();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  s.epoch = impl_->cur_epoch;
+  s.batch = impl_->cur_batch;
+  return s;
+}
+
+void Loader::load_state(const SamplerState& state) {
+  // Validate on a copy first, so a refused state leaves the loader running as it was.
+  Sampler probe = impl_->sampler;
+  probe.restore(state);
+  impl_->stop_producer();
+  impl_->sampler.restore(state);
+  impl_->start_producer(state.epoch, state.batch);
+}
+
+LoaderStats Loader::stats() const {
+  const Impl& m = *impl_;
+  LoaderStats s;
+  s.batches = m.st_batches;
+  s.samples = m.st_samples;
+  s.units_fetched = m.st_units;
+  s.units_missing = m.st_missing;
+  s.cache_hits = m.st_hits;
+  s.bytes_fetched = m.st_fetched;
+  s.bytes_decoded = m.st_decoded;
+  s.bytes_delivered = m.st_delivered;
+  s.fetch_s = static_cast<double>(m.ns_fetch.load()) / 1e9;
+  s.decode_s = static_cast<double>(m.ns_decode.load()) / 1e9;
+  s.assemble_s = static_cast<double>(m.ns_assemble.load()) / 1e9;
+  s.transfer_s = static_cast<double>(m.ns_transfer.load()) / 1e9;
+  s.consumer_wait_s = static_cast<double>(m.ns_wait.load()) / 1e9;
+  s.wall_s = static_cast<double>(pipeline::now_ns() - m.stats_origin) / 1e9;
+  s.ready_queue_max = m.st_ready_max;
+  s.memory_peak = m.budget->peak();
+  s.memory_limit = m.budget->limit();
+  s.cache_bytes = m.cache->bytes();
+  return s;
+}
+
+void Loader::reset_stats() {
+  Impl& m = *impl_;
+  for (auto* c : {&m.st_batches, &m.st_samples, &m.st_units, &m.st_missing, &m.st_hits, &m.st_fetched, &m.st_decoded,
+                  &m.st_delivered, &m.st_ready_max})
+    *c = 0;
+  for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait}) *c = 0;
+  m.stats_origin = pipeline::now_ns();
+  m.budget->reset_peak();
+  m.trace.clear();
+}
+
+nlohmann::json Loader::trace_json() const { return impl_->trace.to_json(); }
+
+}  // namespace cubestream

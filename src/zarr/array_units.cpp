@@ -1,0 +1,113 @@
+// Decode units: one chunk (or inner chunk) fetched and decoded in separate steps, for the
+// loader's pipeline. Planning reuses read_plan: the region of one unit yields exactly one
+// fetch task holding one planned chunk (or a missing one).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "cubestream/array.hpp"
+#include "cubestream/error.hpp"
+#include "zarr/array_impl.hpp"
+#include "zarr/read_plan.hpp"
+
+namespace cubestream {
+
+namespace {
+
+const zarr::ForEach kSerial = [](std::size_t n, const std::function<void(std::size_t)>& fn) {
+  for (std::size_t i = 0; i < n; ++i) fn(i);
+};
+
+}  // namespace
+
+const std::vector<std::int64_t>& Array::unit_shape() const {
+  return impl_->sharding ? impl_->sharding->inner_chunk_shape() : impl_->meta.chunk_shape;
+}
+
+std::size_t Array::unit_bytes() const {
+  std::size_t n = impl_->meta.dtype.size;
+  for (auto e : unit_shape()) n *= static_cast<std::size_t>(e);
+  return n;
+}
+
+Array::EncodedUnit Array::fetch_unit(const std::vector<std::int64_t>& unit) const {
+  const Impl& a = *impl_;
+  const auto& us = unit_shape();
+  Region r;
+  for (std::size_t d = 0; d < unit.size() && d < us.size(); ++d) {
+    const std::int64_t lo = unit[d] * us[d];
+    if (unit[d] < 0 || lo >= a.meta.shape[d]) break;
+    r.start.push_back(lo);
+    r.shape.push_back(std::min(us[d], a.meta.shape[d] - lo));
+  }
+  if (unit.size() != us.size() || r.start.size() != us.size()) {
+    std::string idx;
+    for (auto i : unit) idx += (idx.empty() ? "" : ",") + std::to_string(i);
+    throw Error(ErrorCode::kInvalidArgument, "decode unit (" + idx + ") is outside the unit grid",
+                ErrorContext{a.store->describe(), a.path, std::nullopt});
+  }
+  const zarr::ReadPlan plan = zarr::plan_read(a, r, kSerial);
+  EncodedUnit out;
+  out.bytes_fetched = plan.index_bytes_fetched;
+  if (plan.tasks.size() != 1 || plan.tasks[0].chunks.size() != 1) {
+    throw Error(ErrorCode::kInternal, "a decode unit planned as " + std::to_string(plan.tasks.size()) + " fetches",
+                ErrorContext{a.store->describe(), a.path, std::nullopt});
+  }
+  const zarr::FetchTask& t = plan.tasks[0];
+  out.key = t.key;
+  if (t.missing) {
+    out.missing = true;
+    return out;
+  }
+  const ByteRange range = t.whole_value ? ByteRange::all()
+                                        : ByteRange{static_cast<std::int64_t>(t.offset), static_cast<std::int64_t>(t.length)};
+  try {
+    if (!a.store->read_into(t.key, range, out.bytes)) {
+      out.missing = true;
+      out.bytes = Bytes();
+      return out;
+    }
+  } catch (const Error& e) {
+    throw e.with_context(a.where(t.key));
+  }
+  if (!t.whole_value && out.bytes.size() != t.length) {
+    throw Error(ErrorCode::kIo, "store returned " + std::to_string(out.bytes.size()) + " bytes for a range of " +
+                                    std::to_string(t.length),
+                ErrorContext{a.store->describe(), t.key, t.offset});
+  }
+  out.offset = t.whole_value ? 0 : t.offset;
+  out.bytes_fetched += out.bytes.size();
+  return out;
+}
+
+void Array::decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const {
+  const Impl& a = *impl_;
+  const std::size_t n = unit_bytes();
+  if (out_bytes != n || out == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "decode unit output holds " + std::to_string(out_bytes) + " bytes, a unit has " + std::to_string(n),
+                ErrorContext{a.store->describe(), encoded.key, std::nullopt});
+  }
+  auto* dst = static_cast<std::uint8_t*>(out);
+  const auto& fill = a.meta.fill_value;
+  if (encoded.missing) {
+    const std::size_t e = a.meta.dtype.size;
+    for (std::size_t i = 0; i < n; i += e) std::memcpy(dst + i, fill.data(), e);
+    return;
+  }
+  const codec::CodecChain& chain = a.sharding ? a.sharding->inner_chain() : a.chain;
+  const codec::ChunkSpec spec = a.sharding ? a.sharding->inner_spec(a.chunk_spec) : a.chunk_spec;
+  try {
+    chain.decode(ByteView(encoded.bytes.data(), encoded.bytes.size()), spec, MutableByteView(dst, n));
+  } catch (const Error& e) {
+    ErrorContext ctx = e.context();
+    ctx.store = a.store->describe();
+    ctx.key = encoded.key;
+    if (ctx.offset) ctx.offset = *ctx.offset + encoded.offset;
+    throw Error(e.code(), e.message(), ctx);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kResourceExhausted, "out of memory while decoding this chunk", a.where(encoded.key));
+  }
+}
+
+}  // namespace cubestream

@@ -1,0 +1,387 @@
+// The loader's pipeline against the reference read (Selection::read, itself checked against
+// whole arrays sliced by hand in selection_test.cpp): batch contents for many random configs
+// (patches, overlaps, windows, variables, levels, statics, shuffles, dtypes, threads,
+// prefetch), every sample once per epoch, resume equal to an uninterrupted run, the memory
+// bound, chunk sharing through the cache, errors at construction and mid-epoch, traces.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "cubestream/error.hpp"
+#include "cubestream/loader.hpp"
+#include "sample/selection_test_stores.hpp"
+#include "test_util_fixtures.hpp"
+
+namespace cubestream {
+namespace {
+
+using namespace test_stores;
+
+// The reference tensor of one batch: Selection::read per sample, converted to `dtype`, as bits.
+std::vector<std::uint16_t> to16(const std::vector<float>& v, OutputDType dtype) {
+  std::vector<std::uint16_t> out(v.size());
+  if (dtype == OutputDType::kBFloat16) float_to_bfloat16(v.data(), out.data(), v.size());
+  else float_to_float16(v.data(), out.data(), v.size());
+  return out;
+}
+
+void expect_tensor_equals_reference(const Tensor& t, const Loader& loader, const Batch& b, bool targets,
+                                    const std::string& what) {
+  const Selection& sel = loader.selection();
+  const Sampler& sampler = loader.sampler();
+  const std::int64_t per = targets ? sel.target_elements() : sel.input_elements();
+  ASSERT_EQ(t.shape.front(), static_cast<std::int64_t>(b.samples.size())) << what;
+  ASSERT_EQ(t.num_elements(), per * static_cast<std::int64_t>(b.samples.size())) << what;
+  for (std::size_t i = 0; i < b.samples.size(); ++i) {
+    const auto regions = targets ? sampler.target_regions(b.samples[i]) : sampler.input_regions(b.samples[i]);
+    std::vector<float> want(static_cast<std::size_t>(per));
+    sel.read(regions, want.data(), want.size(), ReadOptions{1});
+    const auto* base = static_cast<const std::uint8_t*>(t.data) + static_cast<std::size_t>(per) * i * t.element_size();
+    if (t.dtype == OutputDType::kFloat32) {
+      ASSERT_EQ(std::memcmp(base, want.data(), want.size() * 4), 0) << what << " sample " << i;
+    } else {
+      const auto w16 = to16(want, t.dtype);
+      ASSERT_EQ(std::memcmp(base, w16.data(), w16.size() * 2), 0) << what << " sample " << i;
+    }
+  }
+}
+
+LoaderConfig random_config(std::mt19937_64& rng) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  LoaderConfig lc;
+  SamplerConfig& cfg = lc.sampler;
+  cfg.dims = {{"time", 12}, {"latitude", kLat}, {"longitude", kLon}};
+  for (const auto& [d, n] : std::vector<std::pair<std::string, std::int64_t>>{{"latitude", kLat}, {"longitude", kLon}}) {
+    const auto role = pick(0, 2);
+    if (role == 0) {
+      cfg.patch[d] = pick(1, n);
+      cfg.overlap[d] = pick(0, cfg.patch[d] - 1);
+    } else if (role == 1) {
+      cfg.batch_dims.push_back(d);
+    }
+  }
+  const auto trole = pick(0, 2);
+  if (trole == 0) {
+    ForecastWindow w{"time", {}, {}};
+    for (int k = 0, n = static_cast<int>(pick(1, 3)); k < n; ++k) w.input_offsets.push_back(-pick(0, 3));
+    for (int k = 0, n = static_cast<int>(pick(0, 2)); k < n; ++k) w.target_leads.push_back(pick(1, 5));
+    cfg.window = w;
+  } else if (trole == 1) {
+    cfg.patch["time"] = pick(1, 12);
+  } else {
+    cfg.batch_dims.push_back("time");
+  }
+  cfg.shuffle = static_cast<ShuffleMode>(pick(0, 2));
+  cfg.chunks = {{"time", pick(1, 4)}, {"latitude", 3}};
+  cfg.buffer_size = pick(1, 4);
+  cfg.seed = rng();
+  cfg.batch_size = pick(1, 5);
+  cfg.drop_last = pick(0, 3) == 0;
+  cfg.world_size = pick(1, 3);
+  cfg.rank = pick(0, cfg.world_size - 1);
+  SamplerConfig probe = cfg;
+  probe.drop_last = false;
+  if (cfg.drop_last && Sampler(probe).num_samples() < cfg.world_size * cfg.batch_size) cfg.drop_last = false;
+  SelectionConfig& sc = lc.selection;
+  std::vector<std::string> pool = {"t2m", "temperature", "vt", "lsm"};
+  std::shuffle(pool.begin(), pool.end(), rng);
+  pool.resize(static_cast<std::size_t>(pick(1, 4)));
+  sc.variables = pool;
+  const bool has_temp = std::find(pool.begin(), pool.end(), "temperature") != pool.end();
+  if (has_temp && pick(0, 1)) {
+    std::vector<double> levels = {1000, 850, 500};
+    std::shuffle(levels.begin(), levels.end(), rng);
+    levels.resize(static_cast<std::size_t>(pick(1, 3)));
+    sc.select["level"] = levels;
+  }
+  if (pick(0, 1)) sc.static_variables = {"orography"};
+  if (pick(0, 1)) sc.static_variables.push_back("soil");
+  if (has_temp && pick(0, 1)) sc.normalisation["temperature"] = {250, 3};
+  if (pick(0, 1)) sc.nan_fill = static_cast<float>(pick(-2, 2));
+  lc.dtype = static_cast<OutputDType>(pick(0, 2));
+  lc.threads = static_cast<int>(pick(1, 4));
+  lc.prefetch = static_cast<int>(pick(1, 3));
+  lc.memory_limit = std::uint64_t{64} << 20;
+  return lc;
+}
+
+TEST(Loader, BatchesEqualReferenceForRandomConfigs) {
+  const auto years = three_years();
+  const std::optional<Dataset> statics = Dataset::open(static_store());
+  std::mt19937_64 rng(7);
+  int configs = 0, batches = 0, hits = 0;
+  std::set<int> dtypes;
+  for (int round = 0; round < 80; ++round) {
+    const LoaderConfig cfg = random_config(rng);
+    Loader loader(ConcatenatedTime(years), cfg, statics);
+    const std::int64_t epoch = static_cast<std::int64_t>(rng() % 3);
+    loader.set_epoch(epoch);
+    const EpochPlan plan = loader.sampler().epoch(epoch);
+    std::int64_t i = 0;
+    while (auto b = loader.next()) {
+      ASSERT_LT(i, plan.len());
+      ASSERT_EQ(b->epoch, epoch);
+      ASSERT_EQ(b->index, i);
+      ASSERT_EQ(b->samples, plan.batch(i)) << "round " << round;
+      ASSERT_EQ(b->time_ns.size(), b->samples.size());
+      const std::string what = "round " + std::to_string(round) + " batch " + std::to_string(i);
+      expect_tensor_equals_reference(b->inputs, loader, *b, false, what + " inputs");
+      ASSERT_EQ(b->targets.has_value(), !loader.target_shape().empty());
+      if (b->targets) expect_tensor_equals_reference(*b->targets, loader, *b, true, what + " targets");
+      ++i;
+      ++batches;
+    }
+    EXPECT_EQ(i, plan.len()) << "round " << round;
+    EXPECT_EQ(loader.epoch(), epoch + 1);
+    const LoaderStats st = loader.stats();
+    EXPECT_EQ(st.batches, static_cast<std::uint64_t>(plan.len()));
+    EXPECT_LE(st.memory_peak, st.memory_limit);
+    hits += st.cache_hits > 0;
+    dtypes.insert(static_cast<int>(cfg.dtype));
+    ++configs;
+  }
+  EXPECT_EQ(configs, 80);
+  EXPECT_GT(batches, 300);
+  EXPECT_GT(hits, 10);
+  EXPECT_EQ(dtypes.size(), 3u);
+}
+
+// The configuration of the issue's benchmark, in miniature: full fields, inputs t and targets
+// t+1, several variables and levels; every sample once per epoch, batches in plan order.
+LoaderConfig forecast_config() {
+  LoaderConfig c;
+  c.selection.variables = {"t2m", "temperature"};
+  c.selection.select = {{"level", {500, 850}}};
+  c.sampler.window = ForecastWindow{"time", {0}, {1}};
+  c.sampler.batch_size = 3;
+  c.sampler.shuffle = ShuffleMode::kSample;
+  c.sampler.seed = 11;
+  c.threads = 3;
+  c.memory_limit = std::uint64_t{32} << 20;
+  return c;
+}
+
+TEST(Loader, InfersDimsAndCoversEveryAnchorOnce) {
+  Loader loader(ConcatenatedTime(three_years()), forecast_config());
+  ASSERT_EQ(loader.sampler().dims().size(), 3u);
+  EXPECT_EQ(loader.sampler().dims()[0].name, "time");
+  EXPECT_EQ(loader.channel_names(),
+            (std::vector<std::string>{"t2m", "temperature@level=500", "temperature@level=850"}));
+  EXPECT_EQ(loader.input_shape(), (std::vector<std::int64_t>{3, 1, 3, kLat, kLon}));
+  EXPECT_EQ(loader.target_shape(), (std::vector<std::int64_t>{3, 1, 3, kLat, kLon}));
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::multiset<std::int64_t> anchors;
+    std::vector<std::int64_t> order;
+    while (auto b = loader.next()) {
+      for (std::size_t i = 0; i < b->samples.size(); ++i) {
+        anchors.insert(b->samples[i].anchor);
+        order.push_back(b->samples[i].anchor);
+        // Time stamps: 6-hourly from 2000-01-01 (three stores, contiguous).
+        ASSERT_TRUE(b->time_ns[i].has_value());
+        EXPECT_EQ(*b->time_ns[i], 946684800LL * 1000000000LL + b->samples[i].anchor * 6 * 3600LL * 1000000000LL);
+      }
+    }
+    EXPECT_EQ(anchors.size(), 11u);  // anchors 0..10 (t+1 must exist)
+    for (std::int64_t t = 0; t < 11; ++t) EXPECT_EQ(anchors.count(t), 1u) << t;
+    EXPECT_FALSE(std::is_sorted(order.begin(), order.end())) << "shuffled";
+  }
+}
+
+TEST(Loader, ResumeEqualsUninterruptedRunOnEveryRank) {
+  for (std::int64_t world = 1; world <= 3; ++world) {
+    for (std::int64_t rank = 0; rank < world; ++rank) {
+      LoaderConfig cfg = forecast_config();
+      cfg.sampler.batch_size = 2;
+      cfg.sampler.world_size = world;
+      cfg.sampler.rank = rank;
+      cfg.sampler.patch = {{"latitude", 2}};
+      auto collect = [](Loader& l, int n) {
+        // Bit patterns, so that NaNs compare equal.
+        std::vector<std::vector<std::uint32_t>> out;
+        for (int i = 0; i < n; ++i) {
+          auto b = l.next();
+          if (!b) {
+            out.push_back({});
+            continue;
+          }
+          const auto* p = static_cast<const std::uint32_t*>(b->inputs.data);
+          out.emplace_back(p, p + b->inputs.num_elements());
+        }
+        return out;
+      };
+      Loader straight(ConcatenatedTime(three_years()), cfg);
+      const auto all = collect(straight, 3 * static_cast<int>(straight.len()) + 2);
+      Loader first(ConcatenatedTime(three_years()), cfg);
+      const int cut = static_cast<int>(straight.len()) + 2;  // mid second epoch
+      const auto head = collect(first, cut);
+      const SamplerState st = first.state();
+      EXPECT_EQ(st.epoch, 1);
+      EXPECT_EQ(st.batch, 1);
+      Loader resumed(ConcatenatedTime(three_years()), cfg);
+      resumed.load_state(sampler_state_from_json(to_json(st)));
+      const auto tail = collect(resumed, static_cast<int>(all.size()) - cut);
+      for (int i = 0; i < cut; ++i) EXPECT_EQ(head[static_cast<std::size_t>(i)], all[static_cast<std::size_t>(i)]);
+      for (std::size_t i = 0; i < tail.size(); ++i) {
+        EXPECT_EQ(tail[i], all[static_cast<std::size_t>(cut) + i]) << "world " << world << " rank " << rank << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(Loader, RanksAreDisjointAndEqualLength) {
+  std::multiset<std::int64_t> ids;
+  std::set<std::int64_t> lengths;
+  for (std::int64_t rank = 0; rank < 2; ++rank) {
+    LoaderConfig cfg = forecast_config();
+    cfg.sampler.world_size = 2;
+    cfg.sampler.rank = rank;
+    cfg.sampler.batch_size = 2;
+    cfg.sampler.drop_last = true;
+    Loader l(ConcatenatedTime(three_years()), cfg);
+    std::int64_t n = 0;
+    while (auto b = l.next()) {
+      for (const auto& s : b->samples) ids.insert(s.id);
+      n += static_cast<std::int64_t>(b->samples.size());
+    }
+    lengths.insert(n);
+  }
+  EXPECT_EQ(lengths.size(), 1u);
+  EXPECT_EQ(ids.size(), 8u);  // 11 anchors, 2 ranks x 2 per batch: 8 kept, none twice
+  for (auto id : ids) EXPECT_EQ(ids.count(id), 1u);
+}
+
+TEST(Loader, SharedChunksAreDecodedOnceAndTheCacheServesLaterBatches) {
+  LoaderConfig cfg = forecast_config();
+  cfg.sampler.shuffle = ShuffleMode::kNone;
+  cfg.sampler.batch_size = 11;  // the whole epoch in one batch: t and t+1 share every chunk
+  cfg.threads = 2;
+  Loader l(ConcatenatedTime(three_years()), cfg);
+  ASSERT_TRUE(l.next());
+  ASSERT_FALSE(l.next());  // end of epoch 0
+  ASSERT_TRUE(l.next());   // epoch 1: everything from the cache
+  // The producer may already have built epoch 2's batch (prefetch runs across epochs), also
+  // from the cache: every unit was fetched exactly once, all later uses were hits.
+  const LoaderStats two = l.stats();
+  // t2m: time chunks of 2 per store (2 + 2 + 3 along time), 2 x 2 spatial; temperature:
+  // time chunks of 1, 2 levels (chunks of 2 levels hold 500 and 850 in two chunks), 2 x 2.
+  const std::uint64_t units = (2u + 2u + 3u) * 4u + 12u * 2u * 4u;
+  EXPECT_EQ(two.units_fetched, units);
+  EXPECT_GE(two.cache_hits, units);
+  EXPECT_EQ(two.cache_hits % units, 0u);
+  EXPECT_GT(two.assemble_s, 0.0);
+  EXPECT_GT(two.bytes_delivered, 0u);
+}
+
+TEST(Loader, MemoryBoundHoldsWhereTheCacheWouldOtherwiseGrow) {
+  // A store of many 40 KB chunks read in random order: without a bound the cache (and the
+  // prefetched batches) would hold all of them.
+  auto s = std::make_shared<MemoryStore>("big");
+  s->set(".zgroup", R"({"zarr_format": 2})");
+  const std::int64_t nt = 64, ny = 100, nx = 100;
+  std::vector<float> v(static_cast<std::size_t>(nt * ny * nx));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(noise(3, 1, static_cast<std::int64_t>(i)));
+  put_v2<float>(*s, "x", "<f4", {nt, ny, nx}, {1, 100, 100}, "NaN", {{"_ARRAY_DIMENSIONS", {"time", "y", "x"}}}, v);
+  LoaderConfig cfg;
+  cfg.selection.variables = {"x"};
+  cfg.sampler.window = ForecastWindow{"time", {-1, 0}, {1, 2}};
+  cfg.sampler.shuffle = ShuffleMode::kSample;
+  cfg.sampler.batch_size = 4;
+  cfg.threads = 3;
+  cfg.prefetch = 2;
+  const std::uint64_t batch_bytes = 2 * 4 * 2 * 40000;
+  const std::uint64_t task = 2 * 40000 + 40000 / 64 + 65536;
+  cfg.memory_limit = 3 * batch_bytes + 3 * task + 100000;  // room for ~2 cached chunks
+  Loader l(ConcatenatedTime(Dataset::open(s)), cfg);
+  for (int e = 0; e < 3; ++e) {
+    std::int64_t n = 0;
+    while (auto b = l.next()) {
+      expect_tensor_equals_reference(b->inputs, l, *b, false, "bounded");
+      n += static_cast<std::int64_t>(b->samples.size());
+    }
+    EXPECT_EQ(n, 61);
+  }
+  const LoaderStats st = l.stats();
+  EXPECT_LE(st.memory_peak, cfg.memory_limit);
+  EXPECT_LE(st.cache_bytes, 2u * 40000u + 40000u);
+  EXPECT_GT(st.units_fetched, 61u * 4u / 2u);  // the small cache forces re-decoding
+
+  // A limit that cannot hold the batch buffers and one task per thread is refused up front.
+  LoaderConfig tiny = cfg;
+  tiny.memory_limit = batch_bytes;
+  EXPECT_TRUE(test::throws_error([&] { Loader bad(ConcatenatedTime(Dataset::open(s)), tiny); },
+                                 ErrorCode::kInvalidArgument, {"memory_limit"}));
+}
+
+TEST(Loader, BadConfigsAreRefusedAtConstruction) {
+  const auto years = three_years();
+  auto refused = [&](LoaderConfig c, const std::string& needle) {
+    return test::throws_error([&] { Loader l(ConcatenatedTime(years), c); }, ErrorCode::kInvalidArgument, {needle});
+  };
+  LoaderConfig c = forecast_config();
+  c.selection.variables = {"t2m", "nope"};
+  EXPECT_TRUE(refused(c, "t2m"));  // the message lists the valid names
+  c = forecast_config();
+  c.sampler.patch = {{"latitude", 99}};
+  EXPECT_TRUE(refused(c, "latitude"));
+  c = forecast_config();
+  c.sampler.patch = {{"height", 2}};
+  EXPECT_TRUE(refused(c, "height"));
+  c = forecast_config();
+  c.sampler.window = ForecastWindow{"time", {-20}, {1}};
+  EXPECT_TRUE(refused(c, "window"));
+  c = forecast_config();
+  c.sampler.world_size = 0;
+  EXPECT_TRUE(refused(c, "world_size"));
+  c = forecast_config();
+  c.prefetch = 0;
+  EXPECT_TRUE(refused(c, "prefetch"));
+  c = forecast_config();
+  c.device = DeviceKind::kCuda;
+  c.device_index = 1000;
+  EXPECT_TRUE(refused(c, "cuda:1000"));
+}
+
+TEST(Loader, ReadErrorsSurfaceFromNextWithTheKey) {
+  auto s = year_store(0, {hours(0, 4)});
+  s->set("t2m/1.0.0", std::string("garbage that is not 24 bytes of float32"));
+  LoaderConfig cfg = forecast_config();
+  cfg.sampler.shuffle = ShuffleMode::kNone;
+  cfg.sampler.batch_size = 1;
+  cfg.threads = 1;
+  Loader l(ConcatenatedTime(Dataset::open(s)), cfg);
+  ASSERT_TRUE(l.next());  // anchor 0: time chunk 0 only (t = 0, t + 1 = 1)
+  try {
+    while (l.next()) {
+    }
+    FAIL() << "a corrupt chunk went unnoticed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t2m/1.0.0"), std::string::npos) << e.what();
+  }
+  // The failure is sticky until the loader is restarted.
+  EXPECT_THROW(l.next(), Error);
+  l.set_epoch(0);
+  EXPECT_TRUE(l.next());
+}
+
+TEST(Loader, TraceRecordsEveryStage) {
+  LoaderConfig cfg = forecast_config();
+  cfg.trace = true;
+  Loader l(ConcatenatedTime(three_years()), cfg);
+  while (l.next()) {
+  }
+  const auto j = l.trace_json();
+  std::set<std::string> names;
+  for (const auto& e : j["traceEvents"]) names.insert(e["name"].get<std::string>());
+  for (const char* stage : {"plan", "fetch", "decode", "assemble", "batch", "consumer wait"}) {
+    EXPECT_TRUE(names.count(stage)) << stage;
+  }
+  const auto st = l.stats().to_json();
+  EXPECT_GT(st["busy_s"]["decode"].get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace cubestream
