@@ -75,8 +75,10 @@ enum class DeviceKind { kCpu, kCuda };
 
 struct LoaderConfig {
   // The sampler's dims may be left empty: the loader then takes the dims shared by every
-  // selected variable of the main source, in the order of the first variable's axes, with
-  // their sizes (the channel dims are the others). Its chunks (for kChunk shuffles) are
+  // selected variable (static ones included; time counts as shared, static fields
+  // broadcast along it) that have no label selection, in the axis order of the main
+  // variable with the most of them, with their sizes. The other dims are channel dims: with
+  // "t2m" (time, lat, lon) and "temperature" (time, level, lat, lon), level is a channel dim. Its chunks (for kChunk shuffles) are
   // filled from the first variable's decode units when left empty.
   SamplerConfig sampler;
   SelectionConfig selection;

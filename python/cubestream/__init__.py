@@ -7,7 +7,7 @@
 """
 import os as _os
 
-from .errors import CubestreamError
+from .errors import CubestreamError, InvalidArgumentError
 from ._cubestream import (  # noqa: F401  (re-exported)
     Array,
     CFDateTime,
@@ -19,8 +19,11 @@ from ._cubestream import (  # noqa: F401  (re-exported)
     open_store,
 )
 
+from .loader import Loader, torch_dataset  # noqa: E402
+
 __all__ = [
-    "Array", "CFDateTime", "CubestreamError", "Dataset", "Group", "MemoryStore", "Store",
+    "Array", "CFDateTime", "CubestreamError", "Dataset", "Group", "InvalidArgumentError", "Loader",
+    "MemoryStore", "Store", "torch_dataset",
     "open", "open_array", "open_dataset", "open_group", "open_store", "__version__",
 ]
 
@@ -47,10 +50,11 @@ def open_dataset(store, path=""):
 
 
 def open(store, path=""):  # noqa: A001  (mirrors zarr.open)
-    """Open whatever is at ``path``: a Group if it is a group, else an Array."""
+    """Open whatever is at ``path``: a Dataset (variables, dims, coords, attrs) if it is a
+    group, else an Array."""
     s = _as_store(store)
     try:
-        return Group.open(s, path)
+        return Dataset.open(s, path)
     except CubestreamError as e:
         if e.code != "not_found":
             raise

@@ -21,3 +21,12 @@ class CubestreamError(Exception):
         self.store = store
         self.key = key
         self.offset = offset
+
+
+class InvalidArgumentError(CubestreamError, ValueError):
+    """A bad argument or configuration (code ``"invalid_argument"``): also a ``ValueError``."""
+
+
+def error_class(code):
+    """The exception class the binding raises for an error code."""
+    return InvalidArgumentError if code == "invalid_argument" else CubestreamError

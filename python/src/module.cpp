@@ -97,6 +97,8 @@ py::object cf_time_to_python(const std::vector<CFDateTime>& t) {
 
 }  // namespace
 
+void bind_loader(py::module_& m);  // loader_binding.cpp
+
 PYBIND11_MODULE(_cubestream, m) {
   m.doc() = "cubestream core: Zarr v2/v3 reader (binding layer; use the `cubestream` package)";
   m.attr("__version__") = CUBESTREAM_VERSION;
@@ -106,7 +108,8 @@ PYBIND11_MODULE(_cubestream, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      py::object cls = py::module_::import("cubestream.errors").attr("CubestreamError");
+      // The class by code: invalid_argument errors are also ValueErrors.
+      py::object cls = py::module_::import("cubestream.errors").attr("error_class")(std::string(error_code_name(e.code())));
       const auto& c = e.context();
       py::object err = cls(e.what(), std::string(error_code_name(e.code())), e.message(), c.store, c.key,
                            c.offset ? py::cast(*c.offset) : py::none());
@@ -212,4 +215,5 @@ PYBIND11_MODULE(_cubestream, m) {
       }, py::arg("name"), py::arg("start") = std::vector<std::int64_t>{}, py::arg("shape") = std::vector<std::int64_t>{},
          py::arg("threads") = 0)
       .def("decode_time", [](const Dataset& d, const std::string& name) { return cf_time_to_python(d.decode_time(name)); });
+  bind_loader(m);
 }

@@ -39,13 +39,18 @@ std::uint64_t default_memory_limit() {
   return kDefaultMemoryLimit;
 }
 
-// The sampler dims when the config leaves them out: the dims every selected variable of the
-// main source has (the time dim counts as shared when any has it: static fields broadcast),
-// in the axis order of the first variable with the most of them.
-std::vector<SampleDim> infer_dims(const ConcatenatedTime& src, const SelectionConfig& sel) {
+// The sampler dims when the config leaves them out: the dims every selected variable has,
+// static ones included (the time dim counts as shared when any main variable has it: static
+// fields broadcast along it), minus dims with a label selection, in the axis order of the
+// main variable with the most of them. So with "t2m" (time, lat, lon) and "temperature"
+// (time, level, lat, lon) selected, level is a channel dim; with "temperature" alone every
+// dim is a sample dim unless `select` names level (or the dims are given explicitly).
+std::vector<SampleDim> infer_dims(const ConcatenatedTime& src, const SelectionConfig& sel,
+                                  const std::optional<Dataset>& statics) {
   if (sel.variables.empty()) refuse("no variables selected");
   const std::string& time = src.time_dim();
   bool any_time = false;
+  std::vector<std::vector<std::string>> all_dims;
   for (const auto& name : sel.variables) {
     if (!src.has_variable(name)) {
       std::string names;
@@ -54,12 +59,17 @@ std::vector<SampleDim> infer_dims(const ConcatenatedTime& src, const SelectionCo
     }
     const auto& d = src.variable(name).dims;
     any_time = any_time || std::find(d.begin(), d.end(), time) != d.end();
+    all_dims.push_back(d);
+  }
+  if (statics) {
+    for (const auto& name : sel.static_variables) {
+      if (statics->has_variable(name)) all_dims.push_back(statics->variable(name).dims);
+    }
   }
   auto shared = [&](const std::string& dim) {
     if (sel.select.count(dim)) return false;
     if (dim == time && any_time) return true;
-    for (const auto& name : sel.variables) {
-      const auto& d = src.variable(name).dims;
+    for (const auto& d : all_dims) {
       if (std::find(d.begin(), d.end(), dim) == d.end()) return false;
     }
     return true;
@@ -130,7 +140,7 @@ struct Loader::Impl {
 
 Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<Dataset> statics)
     : cfg([&] {
-        if (config.sampler.dims.empty()) config.sampler.dims = infer_dims(source, config.selection);
+        if (config.sampler.dims.empty()) config.sampler.dims = infer_dims(source, config.selection, statics);
         if (config.sampler.shuffle == ShuffleMode::kChunk && config.sampler.chunks.empty() &&
             !config.selection.variables.empty() && source.has_variable(config.selection.variables.front())) {
           const Variable& v = source.variable(config.selection.variables.front());

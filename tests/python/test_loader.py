@@ -1,0 +1,259 @@
+"""cubestream.Loader against a NumPy reference built by slicing whole arrays.
+
+The store is written here by zarr-python (v2, the way xarray lays out an ERA5 store: a time
+coordinate in CF units, level/latitude/longitude coordinates, _ARRAY_DIMENSIONS), compressed
+with blosc and zstd, chunked so that samples cross chunk borders. A second store holds static
+fields. Every batch of many random configs (patches, overlaps, windows, variables, levels,
+statics, shuffles, dtypes) equals the reference; then coverage, resume, ranks, errors, DLPack
+and the torch wrapper.
+"""
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+
+import cubestream
+
+zarr = pytest.importorskip("zarr")
+numcodecs = pytest.importorskip("numcodecs")
+
+NT, NLEV, NLAT, NLON = 14, 3, 9, 12
+LEVELS = [1000.0, 850.0, 500.0]
+
+
+def _put(group, name, data, dims, chunks, compressor, attrs=None, fill=None):
+    z = group.create_dataset(name, data=data, chunks=chunks, compressor=compressor, fill_value=fill)
+    z.attrs["_ARRAY_DIMENSIONS"] = list(dims)
+    for k, v in (attrs or {}).items():
+        z.attrs[k] = v
+    return z
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("loader")
+    rng = np.random.default_rng(5)
+    main = str(root / "era5.zarr")
+    g = zarr.open_group(main, mode="w")
+    blosc = numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)
+    zstd = numcodecs.Zstd(3)
+    _put(g, "time", np.arange(NT, dtype="i8") * 6, ["time"], (NT,), None,
+         {"units": "hours since 2000-01-01", "calendar": "proleptic_gregorian"})
+    _put(g, "level", np.array(LEVELS), ["level"], (NLEV,), None)
+    _put(g, "latitude", np.linspace(90, -90, NLAT), ["latitude"], (NLAT,), None)
+    _put(g, "longitude", np.linspace(0, 330, NLON), ["longitude"], (NLON,), None)
+    t2m = (rng.normal(280, 15, (NT, NLAT, NLON))).astype("f4")
+    t2m[3, 2, 5] = np.nan
+    _put(g, "t2m", t2m, ["time", "latitude", "longitude"], (2, 4, 5), blosc, fill=float("nan"))
+    temp = rng.normal(250, 20, (NT, NLEV, NLAT, NLON)).astype("f4")
+    _put(g, "temperature", temp, ["time", "level", "latitude", "longitude"], (1, 2, 5, 12), zstd)
+    packed = rng.integers(-30000, 30000, (NT, NLAT, NLON)).astype("i2")
+    packed[0, 0, 0] = -32767
+    _put(g, "z", packed, ["time", "latitude", "longitude"], (3, 9, 6), zstd,
+         {"scale_factor": 0.5, "add_offset": 5000.0}, fill=-32767)
+    zarr.consolidate_metadata(main)
+    stat = str(root / "static.zarr")
+    s = zarr.open_group(stat, mode="w")
+    _put(s, "latitude", np.linspace(90, -90, NLAT), ["latitude"], (NLAT,), None)
+    _put(s, "longitude", np.linspace(0, 330, NLON), ["longitude"], (NLON,), None)
+    lsm = (rng.random((NLAT, NLON)) > 0.6).astype("f4")
+    _put(s, "lsm", lsm, ["latitude", "longitude"], (5, 5), blosc)
+    ref = {"t2m": t2m.astype("f8"), "temperature": temp.astype("f8"),
+           "z": np.where(packed == -32767, np.nan, packed * 0.5 + 5000.0), "lsm": lsm.astype("f8")}
+    return {"main": main, "static": stat, "ref": ref}
+
+
+def _reference_sample(ref, loader_dims, extent, layout, variables, select, statics, norm, nan_fill, start, steps,
+                      window):
+    """[steps, channels, *layout] for one sample, from whole arrays; `extent`: sample extent per dim."""
+    dims = [d for d, _ in loader_dims]
+    out_steps = []
+    for t0 in steps:
+        chans = []
+        for v in list(variables) + list(statics):
+            a = ref[v]
+            # Slice in the variable's own dims: (time?, level?, latitude, longitude).
+            vdims = {"t2m": ["time", "latitude", "longitude"], "z": ["time", "latitude", "longitude"],
+                     "temperature": ["time", "level", "latitude", "longitude"],
+                     "lsm": ["latitude", "longitude"]}[v]
+            levels = [LEVELS.index(x) for x in select.get("level", LEVELS)] if "level" in vdims else [None]
+            for li in levels:
+                idx = []
+                for d in vdims:
+                    if d == "level":
+                        idx.append(li)
+                        continue
+                    k = dims.index(d)
+                    if d == "time" and window is not None:
+                        idx.append(t0)
+                    else:
+                        idx.append(slice(start[k], start[k] + extent[d]))
+                block = a[tuple(idx)]
+                # Broadcast a static field along a time axis kept in the layout.
+                if "time" not in vdims and "time" in layout:
+                    block = np.broadcast_to(block, (extent["time"],) + block.shape)
+                m, s = norm.get(v, (0.0, 1.0))
+                block = ((block - m) / s).astype("f4")
+                if nan_fill is not None:
+                    block = np.where(np.isnan(block), np.float32(nan_fill), block)
+                chans.append(block)
+        out_steps.append(np.stack(chans))
+    return np.stack(out_steps)
+
+
+def _random_config(rng):
+    cfg = {"patch": {}, "overlap": {}, "batch_dims": []}
+    for d, n in (("latitude", NLAT), ("longitude", NLON)):
+        role = rng.randrange(3)
+        if role == 0:
+            cfg["patch"][d] = rng.randint(1, n)
+            cfg["overlap"][d] = rng.randint(0, cfg["patch"][d] - 1)
+        elif role == 1:
+            cfg["batch_dims"].append(d)
+    if rng.random() < 0.7:
+        cfg["window"] = {"inputs": sorted({-rng.randint(0, 2) for _ in range(rng.randint(1, 2))}),
+                         "targets": sorted({rng.randint(1, 3) for _ in range(rng.randint(0, 2))})}
+    else:
+        cfg["patch"]["time"] = rng.randint(1, 4)
+    # A surface variable always: with it, level is a channel dim (see LoaderConfig's dims rule).
+    cfg["variables"] = rng.sample(["t2m", "temperature", "z"], rng.randint(1, 3))
+    if cfg["variables"] == ["temperature"]:
+        cfg["variables"].append("z")
+    if "temperature" in cfg["variables"] and rng.random() < 0.6:
+        cfg["select"] = {"level": rng.sample(LEVELS, rng.randint(1, 3))}
+    if rng.random() < 0.5:
+        cfg["static_variables"] = ["lsm"]
+    if rng.random() < 0.5:
+        cfg["normalisation"] = {v: (rng.uniform(0, 300), rng.uniform(1, 30)) for v in cfg["variables"]}
+    if rng.random() < 0.4:
+        cfg["nan_fill"] = 0.0
+    cfg["shuffle"] = rng.choice(["none", "sample", "chunk"])
+    cfg["batch_size"] = rng.randint(1, 5)
+    cfg["seed"] = rng.randrange(1 << 30)
+    cfg["threads"] = rng.randint(1, 4)
+    cfg["prefetch"] = rng.randint(1, 3)
+    return cfg
+
+
+def test_batches_equal_numpy_reference(stores):
+    rng = random.Random(3)
+    checked = 0
+    for round_ in range(25):
+        cfg = _random_config(rng)
+        static = cfg.pop("static_variables", [])
+        loader = cubestream.Loader(stores["main"], static=stores["static"] if static else None,
+                                   static_variables=static, output="numpy", **cfg)
+        dims = loader.dims
+        layout = loader.sample_dims
+        extent = {d: cfg["patch"].get(d, 1 if d in cfg["batch_dims"] else n) for d, n in dims}
+        window = cfg.get("window")
+        n_batches = 0
+        for b in loader:
+            n_batches += 1
+            for i in range(len(b["sample_id"])):
+                start = b["start"][i]
+                if window:
+                    anchor = int(b["anchor"][i])
+                    steps_in = [anchor + o for o in window["inputs"]]
+                    steps_out = [anchor + o for o in window["targets"]]
+                else:
+                    steps_in, steps_out = [None], []
+                want = _reference_sample(stores["ref"], dims, extent, layout, cfg["variables"], cfg.get("select", {}), static,
+                                         cfg.get("normalisation", {}), cfg.get("nan_fill"), start, steps_in, window)
+                got = b["inputs"][i]
+                assert got.shape == want.shape, (round_, got.shape, want.shape)
+                np.testing.assert_array_equal(got, want, err_msg=f"round {round_}")
+                if steps_out:
+                    want_t = _reference_sample(stores["ref"], dims, extent, layout, cfg["variables"], cfg.get("select", {}), static,
+                                               cfg.get("normalisation", {}), cfg.get("nan_fill"), start, steps_out,
+                                               window)
+                    np.testing.assert_array_equal(b["targets"][i], want_t, err_msg=f"round {round_} targets")
+                checked += 1
+        assert n_batches == len(loader)
+    assert checked > 200
+
+
+def test_every_sample_once_and_time_stamps(stores):
+    loader = cubestream.Loader(stores["main"], ["t2m", "temperature"], select={"level": [500, 850]},
+                               window={"inputs": [-1, 0], "targets": [1]}, batch_size=4, shuffle="chunk",
+                               buffer_size=2, seed=9, output="numpy")
+    assert loader.channel_names == ["t2m", "temperature@level=500", "temperature@level=850"]
+    assert loader.input_shape == (4, 2, 3, NLAT, NLON)
+    assert loader.target_shape == (4, 1, 3, NLAT, NLON)
+    orders = []
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        anchors, times = [], []
+        for b in loader:
+            anchors += list(b["anchor"])
+            times += list(b["time"])
+        assert sorted(anchors) == list(range(1, NT - 1))
+        expect = np.datetime64("2000-01-01T00:00", "ns") + np.array(anchors) * np.timedelta64(6, "h")
+        assert list(times) == list(expect)
+        orders.append(anchors)
+    assert orders[0] != orders[1]  # a new permutation each epoch
+
+
+def test_resume_and_ranks(stores):
+    kw = dict(window={"inputs": [0], "targets": [1]}, batch_size=2, shuffle="sample", seed=4, output="numpy",
+              patch={"latitude": 3})
+    full = [b["inputs"].copy() for b in cubestream.Loader(stores["main"], ["t2m"], **kw)]
+    first = cubestream.Loader(stores["main"], ["t2m"], **kw)
+    it = iter(first)
+    head = [next(it)["inputs"].copy() for _ in range(5)]
+    state = json.loads(json.dumps(first.state_dict()))
+    resumed = cubestream.Loader(stores["main"], ["t2m"], **kw)
+    resumed.load_state_dict(state)
+    tail = [b["inputs"].copy() for b in resumed]
+    for a, b in zip(head + tail, full):
+        np.testing.assert_array_equal(a, b)
+    assert len(head) + len(tail) == len(full)
+    ids = []
+    lengths = set()
+    for rank in range(3):
+        ld = cubestream.Loader(stores["main"], ["t2m"], rank=rank, world_size=3, drop_last=True, **kw)
+        got = [int(i) for b in ld for i in b["sample_id"]]
+        lengths.add(len(got))
+        ids += got
+    assert len(lengths) == 1 and len(ids) == len(set(ids))
+
+
+def test_bad_configs_raise_value_error_at_construction(stores):
+    with pytest.raises(ValueError, match="t2m"):
+        cubestream.Loader(stores["main"], ["nope"])
+    with pytest.raises(ValueError, match="latitude"):
+        cubestream.Loader(stores["main"], ["t2m"], patch={"latitude": 100})
+    with pytest.raises(ValueError, match="window"):
+        cubestream.Loader(stores["main"], ["t2m"], window={"inputs": [-40], "targets": [1]})
+    with pytest.raises(ValueError, match="world_size"):
+        cubestream.Loader(stores["main"], ["t2m"], world_size=0)
+    with pytest.raises(ValueError, match="shuffle"):
+        cubestream.Loader(stores["main"], ["t2m"], shuffle="random")
+    with pytest.raises(ValueError, match="level"):
+        cubestream.Loader(stores["main"], ["temperature"], select={"level": [123]})
+    with pytest.raises(ValueError, match="cubestream stats"):
+        cubestream.Loader(stores["main"], ["t2m"], normalisation="stored")
+    with pytest.raises(cubestream.CubestreamError):
+        cubestream.Loader(stores["main"], ["t2m"], device="cuda:999")
+
+
+def test_dlpack_numpy_and_torch(stores):
+    ld = cubestream.Loader(stores["main"], ["t2m"], batch_size=3, output="dlpack", dtype="float16",
+                           window={"inputs": [0], "targets": []})
+    b = next(iter(ld))
+    t = b["inputs"]
+    assert t.shape == (3, 1, 1, NLAT, NLON) and t.dtype == "float16" and t.device == "cpu"
+    a = np.from_dlpack(t)
+    assert a.dtype == np.float16 and a.shape == t.shape
+    want = stores["ref"]["t2m"][:3].astype("f4").astype("f2")
+    np.testing.assert_array_equal(a[:, 0, 0], want)
+    del b, t
+    assert a[0, 0, 0, 0, 0] == want[0, 0, 0]  # the array keeps the batch memory alive
+    torch = pytest.importorskip("torch")
+    ld = cubestream.Loader(stores["main"], ["t2m"], batch_size=2, window={"inputs": [0], "targets": [1]})
+    ds = cubestream.torch_dataset(ld)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None)
+    n = sum(1 for _ in dl)
+    assert n == len(ds) == len(ld)
