@@ -146,6 +146,9 @@ struct SelectionConfig {
   // the variable name (all of its channels); absent: mean 0, std 1. std must be > 0 and
   // finite. Keys matching no channel or variable are refused (typos).
   std::map<std::string, Normalisation> normalisation;
+  // True when `normalisation` is a stored table for the whole dataset (cubestream stats):
+  // keys that match no selected channel or variable are then ignored instead of refused.
+  bool normalisation_is_table = false;
   // nullopt: NaN stays NaN; a value: NaN becomes that value (after normalisation).
   std::optional<float> nan_fill;
 };

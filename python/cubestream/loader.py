@@ -62,7 +62,13 @@ def _stored_normalisation(source):
         raise InvalidArgumentError(
             f"no {STATS_FILE} in {first}: compute it once with `cubestream stats {first}`",
             code="invalid_argument") from None
-    return {k: (v["mean"], v["std"]) for k, v in doc["channels"].items()}
+    # Variables first, channels after: the loader looks a channel up by its name, then by
+    # its variable. A constant field (std 0) keeps std 1.
+    table = {}
+    for section in ("variables", "channels"):
+        for k, v in doc.get(section, {}).items():
+            table[k] = (v["mean"], v["std"] if v["std"] > 0 else 1.0)
+    return table
 
 
 def _device(device):
@@ -94,12 +100,11 @@ class Loader:
             if norm != "stored":
                 raise InvalidArgumentError('normalisation must be a dict or "stored"', code="invalid_argument")
             norm = _stored_normalisation(dataset)
-            wanted = set(variables) | set(static_variables or [])
-            norm = {k: v for k, v in norm.items() if k.split("@")[0] in wanted}
         cfg = {
             "variables": list(variables), "static_variables": list(static_variables or []),
             "select": {k: [float(x) for x in v] for k, v in (select or {}).items()},
             "normalisation": {k: [float(m), float(s)] for k, (m, s) in (norm or {}).items()},
+            "normalisation_is_table": normalisation == "stored",
             "nan_fill": None if nan_fill is None else float(nan_fill),
             "patch": dict(patch or {}), "overlap": dict(overlap or {}), "batch_dims": list(batch_dims or []),
             "shuffle": shuffle, "seed": int(seed), "buffer_size": int(buffer_size), "batch_size": int(batch_size),

@@ -119,6 +119,7 @@ LoaderConfig config_from_json(const nlohmann::json& j) {
       sel.normalisation[k] = Normalisation{v.at(0).get<double>(), v.at(1).get<double>()};
     }
   }
+  sel.normalisation_is_table = j.value("normalisation_is_table", false);
   if (j.contains("nan_fill") && !j["nan_fill"].is_null()) sel.nan_fill = j["nan_fill"].get<float>();
   const std::string dtype = j.value("dtype", "float32");
   if (dtype == "float32") c.dtype = OutputDType::kFloat32;

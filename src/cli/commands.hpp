@@ -6,5 +6,6 @@ namespace cubestream::cli {
 int run_inspect(int argc, char** argv);  // cubestream inspect STORE [--json]
 int run_bench(int argc, char** argv);    // cubestream bench read STORE [...]
 int run_info(int argc, char** argv);     // cubestream info
+int run_stats(int argc, char** argv);    // cubestream stats STORE [...]
 
 }  // namespace cubestream::cli

@@ -18,6 +18,9 @@ void usage(std::FILE* to) {
                "                              shards, codecs, stored vs decoded size, chunk-size advice\n"
                "  bench read STORE [--array PATH] [--threads N] [--repeat R] [--json]\n"
                "                              read whole arrays into host memory and report GB/s\n"
+               "  stats STORE [STORE...] [--variables a,b] [--threads N] [--output PATH] [--print]\n"
+               "                              mean/std per variable and channel for the loader's\n"
+               "                              normalisation, stored as STORE/cubestream_stats.json\n"
                "  info                        version, build features and visible GPUs\n");
 }
 
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return cubestream::cli::run_inspect(argc, argv);
     if (cmd == "bench") return cubestream::cli::run_bench(argc, argv);
     if (cmd == "info") return cubestream::cli::run_info(argc, argv);
+    if (cmd == "stats") return cubestream::cli::run_stats(argc, argv);
     std::fprintf(stderr, "cubestream: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;

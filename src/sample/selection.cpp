@@ -239,7 +239,7 @@ Selection::Selection(ConcatenatedTime source, SelectionConfig config, const Samp
     }
   }
   for (const auto& [key, n] : config_.normalisation) {
-    if (!used_norm.count(key)) {
+    if (!used_norm.count(key) && !config_.normalisation_is_table) {
       refuse("normalisation given for \"" + key + "\", which is no channel or variable; the channels are " +
              quoted_join(channel_names()));
     }

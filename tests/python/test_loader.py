@@ -257,3 +257,39 @@ def test_dlpack_numpy_and_torch(stores):
     dl = torch.utils.data.DataLoader(ds, batch_size=None)
     n = sum(1 for _ in dl)
     assert n == len(ds) == len(ld)
+
+
+def test_stats_command_and_stored_normalisation(stores, tmp_path):
+    import shutil
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cli = os.path.join(root, "build", "cubestream")
+    store = str(tmp_path / "copy.zarr")
+    shutil.copytree(stores["main"], store)
+    with pytest.raises(ValueError, match="cubestream stats"):
+        cubestream.Loader(store, ["t2m"], normalisation="stored")
+    subprocess.run([cli, "stats", store, "--variables", "t2m,temperature,z", "--threads", "2"], check=True,
+                   capture_output=True)
+    doc = json.load(open(os.path.join(store, "cubestream_stats.json")))
+    ref = stores["ref"]
+    # Per variable and per level, against NumPy over the float32 values the loader reads.
+    t2m = ref["t2m"].astype("f4").astype("f8")
+    assert doc["variables"]["t2m"]["count"] == np.count_nonzero(~np.isnan(t2m))
+    assert doc["variables"]["t2m"]["mean"] == pytest.approx(np.nanmean(t2m), rel=1e-12)
+    assert doc["variables"]["t2m"]["std"] == pytest.approx(np.nanstd(t2m), rel=1e-10)
+    for i, lev in enumerate(LEVELS):
+        name = f"temperature@level={lev:g}"
+        vals = ref["temperature"][:, i].astype("f4").astype("f8")
+        assert doc["channels"][name]["mean"] == pytest.approx(vals.mean(), rel=1e-12)
+        assert doc["channels"][name]["std"] == pytest.approx(vals.std(), rel=1e-10)
+    z = ref["z"].astype("f4").astype("f8")
+    assert doc["variables"]["z"]["mean"] == pytest.approx(np.nanmean(z), rel=1e-12)
+    # The loader normalises with the stored table: per channel mean 0, std 1 over an epoch.
+    ld = cubestream.Loader(store, ["t2m", "temperature"], select={"level": [500]}, normalisation="stored",
+                           batch_dims=["time"], batch_size=NT, output="numpy")
+    b = next(iter(ld))
+    x = b["inputs"].astype("f8")  # [NT, 1, 2, lat, lon]
+    for c in range(2):
+        assert np.nanmean(x[:, 0, c]) == pytest.approx(0, abs=1e-5)
+        assert np.nanstd(x[:, 0, c]) == pytest.approx(1, abs=1e-5)
