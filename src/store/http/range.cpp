@@ -80,8 +80,13 @@ RangeOutcome take_range(ByteRange r, Response&& response, std::string_view store
       out.kind = RangeOutcome::kEmptyProbe;
       return out;
     }
-    // Resolve against the complete length when the server said it, for a precise message.
-    if (cr && cr->complete) store_detail::resolve_range(r, *cr->complete, store, key);
+    // Resolve against the complete length when the server said it: past the end is a precise
+    // kOutOfRange; a range that fits is a confused answer, worth another try.
+    if (cr && cr->complete) {
+      store_detail::resolve_range(r, *cr->complete, store, key);
+      return retry("HTTP 416 for " + range_header(r) + " although the value has " + std::to_string(*cr->complete) +
+                   " bytes");
+    }
     throw Error(ErrorCode::kOutOfRange, "range " + range_header(r) + " is not satisfiable (HTTP 416)",
                 ErrorContext{std::string(store), std::string(key), r.offset >= 0 ? std::optional<std::uint64_t>(r.offset) : std::nullopt});
   }
