@@ -9,6 +9,13 @@ INITIAL_NO_AUTH_ACTION_COUNT unauthenticated actions have passed. The first thre
 create an IAM user, its access key and a policy allowing s3:*; every request after them, the
 tests' own included, must be signed with that key or is refused (403).
 Needs moto and boto3 (the base image's Python 3.11 ships both).
+
+One correction to moto's verifier: it rebuilds the request URL through werkzeug, which decodes
+%2F in the query, and then signs that decoded query. SigV4 requires '/' in query values to be
+encoded ("Encode the forward slash character, '/', everywhere except in the object key name",
+AWS General Reference, "Create a canonical request"), so spec-conforming requests (botocore's
+own, and ours, e.g. ListObjectsV2 with delimiter=/) would be refused. The patch re-encodes the
+query the way the specification says before moto computes its signature.
 """
 import json
 import os
@@ -17,8 +24,25 @@ import sys
 os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "3"
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
+import urllib.parse  # noqa: E402
+
 import boto3  # noqa: E402
+from moto.iam import access_control  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
+
+_original_create_aws_request = access_control.IAMRequestBase._create_aws_request
+
+
+def _create_aws_request_with_encoded_query(self):
+    path, sep, query = self._path.partition("?")
+    if sep:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        self._path = path + "?" + "&".join(
+            urllib.parse.quote(k, safe="-_.~") + "=" + urllib.parse.quote(v, safe="-_.~") for k, v in pairs)
+    return _original_create_aws_request(self)
+
+
+access_control.IAMRequestBase._create_aws_request = _create_aws_request_with_encoded_query
 
 
 def main():
