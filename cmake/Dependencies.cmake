@@ -23,6 +23,12 @@ endfunction()
 cs_find_c_library(zstd zstd.h zstd libzstd)
 cs_find_c_library(lz4 lz4.h lz4 liblz4)
 
+# Object stores (src/store/http, src/store/s3): libcurl moves the bytes, OpenSSL's libcrypto
+# computes SHA-256 and HMAC-SHA256 for AWS Signature Version 4. Both are required: Debian
+# (libcurl4-openssl-dev, libssl-dev; scripts/setup.sh) and the GPU machine have them.
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+
 # libblosc is a test oracle only: the library decodes blosc itself.
 find_path(BLOSC_INCLUDE_DIR blosc.h)
 find_library(BLOSC_LIBRARY blosc)

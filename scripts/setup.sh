@@ -8,7 +8,13 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libzstd-dev liblz4-dev zlib1g-dev nlohmann-json3-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
-  libgtest-dev libdlpack-dev
+  libgtest-dev
+  # DLPack's header: batches leave as DLPack tensors
+  libdlpack-dev
+  # object stores: libcurl (HTTP transport) and OpenSSL's libcrypto (SigV4 signing)
+  libcurl4-openssl-dev libssl-dev
+  # the HTTP store tests serve a store directory with a real nginx on loopback
+  nginx
   # test oracles and fixture writers
   libblosc-dev python3-zarr python3-numcodecs python3-xarray python3-netcdf4
   # real climate fields (CMIP5) for the demo store and tests

@@ -92,7 +92,11 @@ class MemoryStore : public Store {
   std::shared_ptr<Impl> impl_;
 };
 
-// Opens a store by URL or path: a plain path or file:// URL gives a file store.
+// Opens a store by URL or path: a plain path or file:// URL gives a file store; http:// and
+// https:// a read-only store of ranged GETs below that URL (no list_dir: open groups through
+// consolidated metadata); s3://bucket/prefix an S3 store (credentials, region and endpoint from
+// the environment as the AWS tools read them). The environment variables that tune the object
+// stores are listed in src/store/http/transport.hpp and src/store/s3/s3_config.hpp.
 std::shared_ptr<Store> open_store(const std::string& url);
 
 }  // namespace cubestream

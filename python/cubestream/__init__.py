@@ -35,7 +35,11 @@ def _as_store(store):
 
 
 def open_array(store, path=""):
-    """Open the array at ``path`` of ``store`` (a path, a file:// URL, or a Store)."""
+    """Open the array at ``path`` of ``store``: a path, a file://, http(s):// or s3:// URL, or a Store.
+
+    Object store URLs read their settings from the environment (CUBESTREAM_HTTP_*, and for S3
+    the usual AWS_* variables and ~/.aws files); plain HTTP cannot list, so groups there open
+    through consolidated metadata."""
     return Array.open(_as_store(store), path)
 
 

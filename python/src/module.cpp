@@ -138,7 +138,7 @@ PYBIND11_MODULE(_cubestream, m) {
       .def("set", [](MemoryStore& s, const std::string& key, py::bytes value) { s.set(key, std::string_view(value)); })
       .def("erase", &MemoryStore::erase);
 
-  m.def("open_store", &open_store, py::arg("url"), "Open a store by path or file:// URL.");
+  m.def("open_store", &open_store, py::arg("url"), "Open a store by path or URL: file://, http://, https:// or s3://bucket/prefix.");
 
   py::class_<Array>(m, "Array")
       .def_static("open", &Array::open, py::arg("store"), py::arg("path") = "")

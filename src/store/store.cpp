@@ -2,6 +2,8 @@
 #include "cubestream/store.hpp"
 
 #include "cubestream/error.hpp"
+#include "store/http/http_store.hpp"
+#include "store/s3/s3_store.hpp"
 
 namespace cubestream {
 
@@ -61,11 +63,18 @@ std::optional<std::vector<Bytes>> Store::get_ranges(std::string_view key,
 std::shared_ptr<Store> open_store(const std::string& url) {
   constexpr std::string_view kFile = "file://";
   if (url.rfind(kFile, 0) == 0) return open_file_store(url.substr(kFile.size()));
+  // Object stores read their settings (and, for S3, credentials) from the environment here,
+  // once per opened store: see store/http/transport.hpp and store/s3/s3_config.hpp.
+  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
+    return http::open_http_store(url, http::Settings::from_env());
+  if (url.rfind("s3://", 0) == 0)
+    return s3::open_s3_store(url, s3::config_from_env(s3::process_env()), http::Settings::from_env());
   auto scheme_end = url.find("://");
   if (scheme_end != std::string::npos) {
     throw Error(ErrorCode::kUnsupported,
-                "store URL scheme '" + url.substr(0, scheme_end) + "' is not supported yet (file paths only)",
-                ErrorContext{url, {}, std::nullopt});
+                "store URL scheme '" + url.substr(0, scheme_end) + "' is not supported (file paths, file://, "
+                "http://, https:// and s3:// are)",
+                ErrorContext{http::redact_url(url), {}, std::nullopt});
   }
   return open_file_store(url);
 }

@@ -1,0 +1,290 @@
+// HttpStore against a real nginx on loopback: the shared store conformance suite, real Zarr
+// arrays (sharded v3, consolidated v2) compared byte for byte with the file store, and faults
+// injected by the tests' own proxy (fault_proxy.py) between the client and nginx.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "cubestream/error.hpp"
+#include "cubestream/group.hpp"
+#include "store/http/http_store.hpp"
+#include "store/store_conformance.hpp"
+#include "store/test_servers.hpp"
+#include "store/zarr_compare.hpp"
+
+namespace cubestream {
+namespace {
+
+using namespace test;
+
+// One nginx per test process, serving a scratch directory that holds the fixture stores and
+// whatever the conformance factories write.
+struct Served {
+  fs::path root = scratch_dir("www");
+  Nginx nginx{root};
+  std::string error;
+  Served() {
+    copy_fixture_stores(root);
+    error = nginx.start();
+  }
+};
+
+bool have_nginx() { return find_program("nginx").has_value(); }
+
+Served& served() {
+  static Served s;
+  return s;
+}
+
+#define REQUIRE_NGINX()                                                                                   \
+  do {                                                                                                    \
+    if (!have_nginx()) GTEST_SKIP() << "nginx is not installed (scripts/setup.sh installs it): skipped"; \
+    ASSERT_EQ(served().error, "");                                                                        \
+  } while (0)
+
+http::Settings quick_settings() {
+  http::Settings s;
+  s.retries = 4;
+  s.backoff_ms = 2;
+  s.backoff_max_ms = 20;
+  s.connect_timeout_ms = 2000;
+  s.timeout_ms = 10000;
+  s.max_in_flight = 4;
+  return s;
+}
+
+std::vector<StoreFactory> nginx_factories() {
+  if (!have_nginx()) return {};  // HttpStoreServers.NginxIsInstalled reports the skip
+  return {{"nginx",
+           [](const auto& values) {
+             static int n = 0;
+             auto& s = served();
+             if (!s.error.empty()) throw std::runtime_error(s.error);
+             const std::string dir = "conformance_" + std::to_string(n++);
+             for (const auto& [k, v] : values) {
+               auto p = s.root / dir / k;
+               fs::create_directories(p.parent_path());
+               std::ofstream(p, std::ios::binary) << v;
+             }
+             return http::open_http_store(s.nginx.url() + "/" + dir, quick_settings());
+           },
+           /*lists=*/false}};
+}
+
+INSTANTIATE_TEST_SUITE_P(Http, StoreConformance, ::testing::ValuesIn(nginx_factories()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(HttpStoreServers, NginxIsInstalled) {
+  if (!have_nginx()) GTEST_SKIP() << "nginx is not installed (scripts/setup.sh installs it): the HTTP store tests are skipped";
+  ASSERT_EQ(served().error, "");
+}
+
+TEST(HttpStore, ReadsShardedAndConsolidatedStoresLikeTheFileStore) {
+  REQUIRE_NGINX();
+  expect_fixture_stores_match(served().nginx.url(), 4);
+}
+
+TEST(HttpStore, GroupsWithoutConsolidatedMetadataSayWhyTheyCannotList) {
+  REQUIRE_NGINX();
+  auto store = open_store(served().nginx.url() + "/tensorstore/sharded.zarr");
+  Group g = Group::open(store);
+  EXPECT_FALSE(g.consolidated());
+  try {
+    g.array_names();
+    FAIL() << "plain HTTP cannot list";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("consolidated"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(open_store("gopher://example/x"), Error);
+}
+
+TEST(HttpStore, ParallelCoalescedRangesMatchTheFile) {
+  REQUIRE_NGINX();
+  std::string v(300000, '\0');
+  std::mt19937 rng(3);
+  for (auto& c : v) c = static_cast<char>(rng());
+  std::ofstream(served().root / "ranges.bin", std::ios::binary) << v;
+  for (std::int64_t gap : {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1} << 20}) {
+    auto settings = quick_settings();
+    settings.coalesce_bytes = gap;
+    auto s = http::open_http_store(served().nginx.url(), settings);
+    std::vector<ByteRange> ranges;
+    for (int i = 0; i < 40; ++i) {
+      std::int64_t off = rng() % 290000;
+      ranges.push_back({off, 1 + static_cast<std::int64_t>(rng() % 9000)});
+    }
+    ranges.push_back(ByteRange::suffix(100));
+    ranges.push_back({299990, -1});
+    auto parts = s->get_ranges("ranges.bin", ranges);
+    ASSERT_TRUE(parts.has_value());
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      std::int64_t off = ranges[i].offset < 0 ? 300000 + ranges[i].offset : ranges[i].offset;
+      std::int64_t len = ranges[i].offset < 0 ? -ranges[i].offset : (ranges[i].length < 0 ? 300000 - off : ranges[i].length);
+      ASSERT_EQ(std::string((*parts)[i].begin(), (*parts)[i].end()), v.substr(off, len)) << "gap " << gap << " range " << i;
+    }
+    EXPECT_FALSE(s->get_ranges("nothing.bin", {{0, 10}, {20, 10}}).has_value());
+  }
+}
+
+// ---- fault injection ------------------------------------------------------------------
+
+struct Proxied {
+  FaultProxy proxy;
+  std::string error;
+  std::string value;  // "faults/blob" in the served directory
+  Proxied() {
+    if (!served().error.empty()) {
+      error = served().error;
+      return;
+    }
+    value.resize(200000);
+    std::mt19937 rng(11);
+    for (auto& c : value) c = static_cast<char>(rng());
+    fs::create_directories(served().root / "faults");
+    std::ofstream(served().root / "faults" / "blob", std::ios::binary) << value;
+    error = proxy.start(served().nginx.port());
+  }
+
+  void set(const std::string& query) {
+    auto t = http::make_curl_transport(quick_settings());
+    http::Request r;
+    r.url = proxy.url() + "/__fault__?" + query;
+    auto resp = t->perform(r);
+    ASSERT_EQ(resp.status, 200) << resp.transport_error;
+  }
+
+  nlohmann::json stats() {
+    auto t = http::make_curl_transport(quick_settings());
+    http::Request r;
+    r.url = proxy.url() + "/__stats__";
+    auto resp = t->perform(r);
+    return nlohmann::json::parse(std::string(resp.body.begin(), resp.body.end()));
+  }
+
+  std::shared_ptr<Store> store(http::Settings s = quick_settings()) { return http::open_http_store(proxy.url(), s); }
+};
+
+Proxied& proxied() {
+  static Proxied p;
+  return p;
+}
+
+#define REQUIRE_PROXY()                                  \
+  do {                                                   \
+    REQUIRE_NGINX();                                     \
+    ASSERT_EQ(proxied().error, "") << proxied().proxy.log(); \
+  } while (0)
+
+std::string str(const Bytes& b) { return std::string(b.begin(), b.end()); }
+
+// Each fault, injected `count` times, is survived by retrying: the data is right, and the proxy
+// did inject what it was told (so a test cannot pass by never meeting the fault).
+TEST(HttpFaults, EveryTransientFaultEndsInTheRightBytes) {
+  REQUIRE_PROXY();
+  auto& p = proxied();
+  auto s = p.store();
+  for (const char* mode : {"status&status=503", "status&status=429", "status&status=500", "reset", "truncate",
+                           "long_length", "short_length", "wrong_range"}) {
+    SCOPED_TRACE(mode);
+    p.set(std::string("mode=") + mode + "&count=3");
+    EXPECT_EQ(str(*s->get_range("faults/blob", {1000, 50000})), p.value.substr(1000, 50000));
+    auto st = p.stats();
+    EXPECT_EQ(st["faults"], 3);
+    EXPECT_EQ(st["requests"], 4) << "three faults, one good answer";
+    p.set(std::string("mode=") + mode + "&count=2");
+    EXPECT_EQ(str(*s->get("faults/blob")), p.value);
+  }
+  // A 503 storm on HEAD as well.
+  p.set("mode=status&status=503&count=3");
+  EXPECT_EQ(s->size("faults/blob").value(), p.value.size());
+  p.set("mode=none");
+}
+
+TEST(HttpFaults, ServersThatIgnoreRangeStillGiveTheAskedBytes) {
+  REQUIRE_PROXY();
+  auto& p = proxied();
+  p.set("mode=ignore_range&count=-1");
+  auto s = p.store();
+  EXPECT_EQ(str(*s->get_range("faults/blob", {123, 4567})), p.value.substr(123, 4567));
+  EXPECT_EQ(str(*s->get_range("faults/blob", ByteRange::suffix(77))), p.value.substr(p.value.size() - 77));
+  EXPECT_EQ(p.stats()["faults"], 2);
+  p.set("mode=none");
+}
+
+TEST(HttpFaults, PersistentFaultsEndInAClearError) {
+  REQUIRE_PROXY();
+  auto& p = proxied();
+  auto settings = quick_settings();
+  settings.retries = 2;
+  auto s = p.store(settings);
+  struct Case {
+    const char* mode;
+    const char* expect;  // in the message
+  };
+  for (Case c : {Case{"status&status=503", "503"}, Case{"reset", "transport error"}, Case{"wrong_range", "Content-Range"},
+                 Case{"short_length", "Content-Range"}}) {
+    SCOPED_TRACE(c.mode);
+    p.set(std::string("mode=") + c.mode + "&count=-1");
+    try {
+      s->get_range("faults/blob", {10, 100});
+      FAIL() << "must not succeed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kIo);
+      EXPECT_EQ(e.context().key, "faults/blob");
+      EXPECT_EQ(e.context().store, s->describe());
+      const std::string what = e.what();
+      EXPECT_NE(what.find("3 attempts"), std::string::npos) << what;
+      EXPECT_NE(what.find(c.expect), std::string::npos) << what;
+    }
+    EXPECT_EQ(p.stats()["requests"], 3);
+  }
+  p.set("mode=none");
+}
+
+TEST(HttpFaults, SlowResponsesWaitOrTimeOutAndRetry) {
+  REQUIRE_PROXY();
+  auto& p = proxied();
+  // Slower than usual but within the timeout: one attempt, right bytes.
+  p.set("mode=slow&delay_ms=300&count=1");
+  EXPECT_EQ(str(*p.store()->get_range("faults/blob", {0, 1000})), p.value.substr(0, 1000));
+  EXPECT_EQ(p.stats()["requests"], 1);
+  // Slower than the timeout once: the attempt is abandoned and the retry succeeds.
+  auto settings = quick_settings();
+  settings.timeout_ms = 250;
+  p.set("mode=slow&delay_ms=1500&count=1");
+  EXPECT_EQ(str(*p.store(settings)->get_range("faults/blob", {0, 1000})), p.value.substr(0, 1000));
+  EXPECT_EQ(p.stats()["requests"], 2);
+  // Always too slow: a clear timeout error.
+  settings.retries = 1;
+  p.set("mode=slow&delay_ms=1500&count=-1");
+  try {
+    p.store(settings)->get_range("faults/blob", {0, 1000});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("imeout"), std::string::npos) << e.what();
+  }
+  p.set("mode=none");
+}
+
+// Random faults of every kind under a whole parallel read of real sharded arrays: the arrays
+// come out identical to the local ones (or the read fails; it never returns wrong data).
+TEST(HttpFaults, ChaosDuringArrayReadsNeverGivesWrongData) {
+  REQUIRE_PROXY();
+  auto& p = proxied();
+  auto settings = quick_settings();
+  settings.retries = 12;
+  p.set("mode=chaos&p=0.2&seed=5&count=-1");
+  auto remote = http::open_http_store(p.proxy.url() + "/tensorstore/sharded.zarr", settings);
+  auto local = open_store((tensorstore_dir() / "sharded.zarr").string());
+  for (const char* a : {"f4_end_zstd", "f4_nested_sharding", "i2_end_blosc_lz4_shuffle", "f8_transpose_be_gzip_crc32c"})
+    expect_same_array(remote, local, a, 4);
+  EXPECT_GT(p.stats()["faults"].get<int>(), 0);
+  p.set("mode=none");
+}
+
+}  // namespace
+}  // namespace cubestream
