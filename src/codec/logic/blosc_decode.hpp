@@ -130,6 +130,7 @@ CS_HD inline BloscUnit blosc_unit_at(const BloscPlan& plan, std::uint64_t u) {
 // Decodes one stream of `format` to exactly `size` bytes at dst. The Copier moves the bytes
 // (serially on the host, shared by a warp's lanes on the GPU); BloscLZ is decoded by one
 // thread (the caller picks which: `serial_lane`).
+CS_HD_TEMPLATE
 template <class Copier>
 CS_HD inline DecodeStatus blosc_decode_stream(std::uint8_t format, const std::uint8_t* src, std::size_t csize,
                                               bool raw, std::uint8_t* dst, std::size_t size, Copier& copy,
@@ -156,6 +157,7 @@ CS_HD inline DecodeStatus blosc_decode_stream(std::uint8_t format, const std::ui
 
 // Pass 2: decodes unit u of buffer p (size bytes) planned as `plan`. Output goes to `dst`
 // (the buffer's output) or, for a staged buffer, to `stage` (same layout, nbytes bytes).
+CS_HD_TEMPLATE
 template <class Copier>
 CS_HD inline DecodeStatus blosc_decode_unit(const std::uint8_t* p, const BloscPlan& plan, std::uint64_t u,
                                             std::uint8_t* dst, std::uint8_t* stage, Copier& copy,

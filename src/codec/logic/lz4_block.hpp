@@ -120,6 +120,7 @@ struct Lz4SerialCopier {
 // Decodes one block of in_size bytes into out (capacity out_cap); *produced receives the bytes
 // written (also on error: what was written before the failing sequence).
 // Status: kOk, kCorrupt (bad input), kWrongSize (would write more than out_cap).
+CS_HD_TEMPLATE
 template <class Copier>
 CS_HD inline DecodeStatus lz4_decode_block_with(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                                 std::size_t out_cap, std::size_t* produced, Copier& copy) {
@@ -152,6 +153,7 @@ CS_HD inline DecodeStatus lz4_decode_block(const std::uint8_t* in, std::size_t i
 }
 
 // A block that must decode to exactly `size` bytes (blosc streams, numcodecs lz4).
+CS_HD_TEMPLATE
 template <class Copier>
 CS_HD inline DecodeStatus lz4_decode_exact_with(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                                 std::size_t size, Copier& copy) {
@@ -165,6 +167,7 @@ CS_HD inline DecodeStatus lz4_decode_exact_with(const std::uint8_t* in, std::siz
 // numcodecs lz4: u32 little-endian decoded size, then one block. The caller knows the decoded
 // size from the array's metadata (`expected`); a header that says otherwise is kWrongSize
 // before anything is decoded, a block that decodes to another size than its header kCorrupt.
+CS_HD_TEMPLATE
 template <class Copier>
 CS_HD inline DecodeStatus lz4_numcodecs_decode_with(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                                     std::size_t expected, Copier& copy) {
