@@ -169,7 +169,10 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
   for (unsigned long long w = blockIdx.x * static_cast<unsigned long long>(kWarpsPerBlock) + threadIdx.x / 32;
        w < total; w += warps) {
     const std::size_t i = owner(s.unit_off, n, w);
-    if (load_status(&b.status[i]) != DecodeStatus::kOk) continue;
+    // one read, broadcast: another warp may fail this buffer meanwhile, and the lanes must
+    // agree on skipping it (the copies __syncwarp with all 32 lanes)
+    const unsigned st0 = lane == 0 ? static_cast<unsigned>(load_status(&b.status[i])) : 0u;
+    if (__shfl_sync(detail::kFullMask, st0, 0) != static_cast<unsigned>(DecodeStatus::kOk)) continue;
     const logic::BloscPlan plan = s.plans[i];
     std::uint8_t* stage = nullptr;
     if (plan.staged) {
