@@ -17,6 +17,11 @@
 namespace py = pybind11;
 using namespace cubestream;
 
+// The codec layer's functions for cubestream.codecs (python/src/codecs_binding.cpp).
+namespace cubestream::python {
+void bind_codecs(py::module_& m);
+}
+
 namespace {
 
 py::object to_python(const nlohmann::json& j) {
@@ -116,6 +121,8 @@ PYBIND11_MODULE(_cubestream, m) {
       PyErr_SetObject(cls.ptr(), err.ptr());
     }
   });
+
+  cubestream::python::bind_codecs(m);
 
   py::class_<Store, std::shared_ptr<Store>>(m, "Store")
       .def("describe", &Store::describe)

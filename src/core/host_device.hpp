@@ -13,6 +13,15 @@
 #define CS_HD
 #endif
 
+// Put before a CS_HD function template that device code instantiates with device-only
+// arguments (a warp's copier): nvcc then checks the host/device calls per instantiation
+// instead of warning about the host side of a device-only instantiation.
+#if defined(__CUDACC__)
+#define CS_HD_TEMPLATE _Pragma("nv_exec_check_disable")
+#else
+#define CS_HD_TEMPLATE
+#endif
+
 // True while nvcc compiles the device side of a translation unit.
 #if defined(__CUDA_ARCH__)
 #define CS_DEVICE_PASS 1

@@ -81,6 +81,24 @@ def structural_seeds(out):
         f.write(bytes([0]) + empty)
 
 
+def gpu_logic_seeds(out):
+    """Seeds for fuzz_gpu_logic.cpp (2-byte output-size prefix, no configuration byte): the
+    lz4 goldens as raw blocks (after numcodecs' 4-byte size) and the blosc goldens."""
+    for harness, codec, skip in [("gpu_lz4_block", "lz4", 4), ("gpu_blosc_units", "blosc", 0)]:
+        folder = os.path.join(out, harness)
+        os.makedirs(folder, exist_ok=True)
+        index = os.path.join(DATA, codec, "cases.json")
+        if not os.path.exists(index):
+            continue
+        for case in json.load(open(index)):
+            enc = open(os.path.join(DATA, codec, case["encoded"]), "rb").read()
+            dec = os.path.getsize(os.path.join(DATA, codec, case["decoded"]))
+            units = min((dec + 15) // 16, 0xFFFF)
+            with open(os.path.join(folder, case["name"]), "wb") as f:
+                f.write(struct.pack("<H", units) + enc[skip:])
+
+
 if __name__ == "__main__":
+    gpu_logic_seeds(sys.argv[1] if len(sys.argv) > 1 else "corpus")
     structural_seeds(sys.argv[1] if len(sys.argv) > 1 else "corpus")
     main(sys.argv[1] if len(sys.argv) > 1 else "corpus")

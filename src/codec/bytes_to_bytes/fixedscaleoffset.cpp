@@ -14,6 +14,7 @@
 
 #include "codec/bytes_to_bytes/config.hpp"
 #include "codec/bytes_to_bytes/filter_dtype.hpp"
+#include "codec/bytes_to_bytes/filter_params.hpp"
 #include "codec/decode_check.hpp"
 #include "codec/factories.hpp"
 
@@ -31,49 +32,27 @@ NumType min_scalar_type(const config::Number& v) {
 class FixedScaleOffsetCodec final : public BytesToBytesCodec {
  public:
   bool is_elementwise_filter() const override { return true; }
-  FixedScaleOffsetCodec(NumType dtype, NumType astype, config::Number scale, config::Number offset,
-                        nlohmann::json cfg)
-      : dtype_(dtype), astype_(astype), cfg_(std::move(cfg)) {
-    if (astype.kind == NumKind::kFloat) {
-      div_type_ = logic::promote_types(astype, min_scalar_type(scale));
-      add_type_ = logic::promote_types(div_type_, min_scalar_type(offset));
-    } else {
-      div_type_ = add_type_ = NumType{NumKind::kFloat, 8, false};
-    }
-    // the scalars as numpy converts them to the operation's type
-    scale_ = logic::round_to_float_type(scale.value, div_type_.size);
-    offset_ = logic::round_to_float_type(offset.value, add_type_.size);
-  }
+  FixedScaleOffsetCodec(logic::FixedScaleOffsetParams p, nlohmann::json cfg) : p_(p), cfg_(std::move(cfg)) {}
   std::string name() const override { return "fixedscaleoffset"; }
   nlohmann::json configuration() const override { return cfg_; }
   SizeBound encoded_size(SizeBound decoded) const override {
-    return {decoded.bytes / dtype_.size * astype_.size, decoded.exact};
+    return {decoded.bytes / p_.dtype.size * p_.astype.size, decoded.exact};
   }
 
   std::size_t decode(ByteView in, MutableByteView out) const override {
-    const std::size_t n = filter_element_count("fixedscaleoffset", in.size(), out.size(), astype_, dtype_);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t bits =
-          logic::load_bits(in.data() + i * astype_.size, astype_.size, astype_.big_endian);
-      // the element in T1 (exact: T1 holds every astype value, or is float64 for integers)
-      const double x = logic::bits_to_double(bits, astype_);
-      const double q = logic::round_to_float_type(x / scale_, div_type_.size);
-      const double v = logic::round_to_float_type(q + offset_, add_type_.size);
-      logic::store_bits(out.data() + i * dtype_.size, logic::double_to_bits(v, dtype_), dtype_.size,
-                        dtype_.big_endian);
-    }
-    return n * dtype_.size;
+    const std::size_t n = filter_element_count("fixedscaleoffset", in.size(), out.size(), p_.astype, p_.dtype);
+    for (std::size_t i = 0; i < n; ++i) logic::fixedscaleoffset_element(p_, in.data(), out.data(), i);
+    return n * p_.dtype.size;
   }
 
  private:
-  NumType dtype_, astype_, div_type_, add_type_;
-  double scale_ = 1, offset_ = 0;
+  logic::FixedScaleOffsetParams p_;
   nlohmann::json cfg_;
 };
 
 }  // namespace
 
-CodecPtr make_fixedscaleoffset_codec(const nlohmann::json& configuration) {
+logic::FixedScaleOffsetParams fixedscaleoffset_params(const nlohmann::json& configuration) {
   constexpr const char* kName = "fixedscaleoffset";
   config::require_object(configuration, kName);
   const auto scale = config::get_number(configuration, kName, "scale");
@@ -81,9 +60,23 @@ CodecPtr make_fixedscaleoffset_codec(const nlohmann::json& configuration) {
   if (!scale) config::fail(kName, "scale", "is required");
   if (!offset) config::fail(kName, "offset", "is required");
   if (scale->value == 0.0) config::fail(kName, "scale", "must not be 0");
-  const NumType dtype = filter_dtype(configuration, kName, "dtype");
-  const NumType astype = config::find(configuration, "astype") ? filter_dtype(configuration, kName, "astype") : dtype;
-  return std::make_shared<FixedScaleOffsetCodec>(dtype, astype, *scale, *offset, configuration);
+  logic::FixedScaleOffsetParams p;
+  p.dtype = filter_dtype(configuration, kName, "dtype");
+  p.astype = config::find(configuration, "astype") ? filter_dtype(configuration, kName, "astype") : p.dtype;
+  if (p.astype.kind == NumKind::kFloat) {
+    p.div_type = logic::promote_types(p.astype, min_scalar_type(*scale));
+    p.add_type = logic::promote_types(p.div_type, min_scalar_type(*offset));
+  } else {
+    p.div_type = p.add_type = NumType{NumKind::kFloat, 8, false};
+  }
+  // the scalars as numpy converts them to the operation's type
+  p.scale = logic::round_to_float_type(scale->value, p.div_type.size);
+  p.offset = logic::round_to_float_type(offset->value, p.add_type.size);
+  return p;
+}
+
+CodecPtr make_fixedscaleoffset_codec(const nlohmann::json& configuration) {
+  return std::make_shared<FixedScaleOffsetCodec>(fixedscaleoffset_params(configuration), configuration);
 }
 
 }  // namespace cubestream::codec

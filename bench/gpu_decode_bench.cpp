@@ -1,0 +1,320 @@
+// GPU batch decode benchmark (issue 4): numcodecs LZ4 and blosc-lz4 + byte shuffle, decoded by
+// the batched GPU API (src/cuda/decode) beside the CPU decoding the same batch on all cores, in
+// the same run. Prints a markdown table.
+//
+//   build-gpu/gpu_decode_bench            (CUDA build only; no arguments)
+//
+// Batches (ERA5-like float32 made here: smooth fields plus noise, quantised to 16 bits, so
+// they compress ~1.5-2x like reanalysis data; nothing is read from disk):
+//   era5_4MiB   256 chunks of 4 MiB (1024 x 1024 float32)
+//   mixed       1024 chunks of 64 KiB .. 1 MiB
+// Codecs: numcodecs lz4 (4-byte size + one LZ4 block, acceleration 1), and blosc-lz4 clevel 5
+// with byte shuffle in numcodecs' default layout (typesize 4, 512 KiB blocks split into 4
+// streams), written by the test encoder (tests/cpp/codec/blosc_test_encoder.hpp; the GPU
+// machine has no libblosc).
+//
+// Per batch and codec, after checking every output byte of the GPU and of the CPU against the
+// original data:
+//   kernel      cudaEvent time of batch_decode on compressed bytes already on the device
+//   end-to-end  cudaEvent time of the H2D copy of the compressed bytes from pinned memory + decode
+//   cpu         wall time of the CPU codecs (liblz4; the blosc codec = liblz4 + our unshuffle, what
+//               libblosc does) over the batch on CS_BENCH_THREADS threads (default: all cores)
+// Each the median of CS_BENCH_REPEAT runs (default 7). GB/s are decoded bytes (1e9) per second.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <lz4.h>
+
+#include "../tests/cpp/codec/blosc_test_encoder.hpp"
+#include "codec/codec.hpp"
+#include "codec/registry.hpp"
+#include "cubestream/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/decode/batch_decode.hpp"
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+namespace cuda = cubestream::cuda;
+
+int env_int(const char* name, int dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : dflt;
+}
+
+void parallel_for(std::size_t n, int threads, const std::function<void(std::size_t)>& f) {
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (std::size_t i = next++; i < n; i = next++) f(i);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// One ERA5-like chunk of `n` float32 values: a smooth 2-D field (a temperature-like pattern
+// with a chunk-dependent phase) plus Gaussian noise, quantised to 16 bits over its range.
+Bytes era5_chunk(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, 0.4);
+  const std::size_t cols = std::max<std::size_t>(1, static_cast<std::size_t>(std::sqrt(double(n))));
+  std::vector<double> v(n);
+  const double phase = seed * 0.37;
+  double lo = 1e300, hi = -1e300;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double lat = (double(i / cols) / double(cols) - 0.5) * M_PI;
+    const double lon = double(i % cols) / double(cols) * 2 * M_PI;
+    v[i] = 273.15 + 30 * std::cos(lat) + 6 * std::sin(3 * lon + phase) * std::cos(lat) +
+           2 * std::sin(11 * lon + 5 * lat + phase) + noise(rng);
+    lo = std::min(lo, v[i]);
+    hi = std::max(hi, v[i]);
+  }
+  Bytes out(n * 4);
+  const double step = (hi - lo) / 65535.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float f = static_cast<float>(lo + std::round((v[i] - lo) / step) * step);
+    std::memcpy(out.data() + 4 * i, &f, 4);
+  }
+  return out;
+}
+
+Bytes numcodecs_lz4(const Bytes& src) {
+  Bytes dst(4 + LZ4_compressBound(static_cast<int>(src.size())));
+  for (int i = 0; i < 4; ++i) dst[i] = static_cast<std::uint8_t>(src.size() >> (8 * i));
+  const int n = LZ4_compress_default(reinterpret_cast<const char*>(src.data()), reinterpret_cast<char*>(dst.data() + 4),
+                                     static_cast<int>(src.size()), static_cast<int>(dst.size() - 4));
+  if (n <= 0) throw std::runtime_error("LZ4 compression failed");
+  dst.resize(4 + static_cast<std::size_t>(n));
+  return dst;
+}
+
+Bytes blosc_lz4_shuffle(const Bytes& src) {
+  cs_codec_test::BloscEncodeOptions o;
+  o.typesize = 4;
+  o.blocksize = 512 * 1024;  // numcodecs' default for lz4 clevel 5, typesize 4
+  o.shuffle = 1;
+  o.split = true;
+  o.compressor = 1;
+  o.level = -1;  // LZ4 fast
+  return cs_codec_test::blosc_test_encode(src, o);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Row {
+  std::string batch, codec;
+  std::size_t chunks = 0, decoded = 0, encoded = 0;
+  double kernel_ms = 0, e2e_ms = 0, cpu_ms = 0;
+  int threads = 0;
+};
+
+struct DeviceBuf {
+  void* p = nullptr;
+  explicit DeviceBuf(std::size_t n) { CS_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(n, 1))); }
+  ~DeviceBuf() { cudaFree(p); }
+  std::uint8_t* u8() const { return static_cast<std::uint8_t*>(p); }
+};
+
+Row run_case(const std::string& batch_name, const std::string& codec_name, const std::vector<Bytes>& raw,
+             const std::vector<Bytes>& enc, cuda::BatchCodec kind, const nlohmann::json& cfg, int repeat,
+             int threads) {
+  const std::size_t n = raw.size();
+  Row row;
+  row.batch = batch_name;
+  row.codec = codec_name;
+  row.chunks = n;
+  row.threads = threads;
+  std::vector<std::size_t> in_at(n), out_at(n), src_bytes(n), dst_bytes(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    in_at[i] = row.encoded;
+    out_at[i] = row.decoded;
+    src_bytes[i] = enc[i].size();
+    dst_bytes[i] = raw[i].size();
+    row.encoded += (enc[i].size() + 15) / 16 * 16;  // 16-byte aligned starts
+    row.decoded += raw[i].size();
+  }
+  // pinned host copy of all compressed bytes, as a reader would have them
+  std::uint8_t* pinned = nullptr;
+  CS_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned), row.encoded));
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(pinned + in_at[i], enc[i].data(), enc[i].size());
+
+  DeviceBuf d_in(row.encoded), d_out(row.decoded), d_src(n * sizeof(void*)), d_dst(n * sizeof(void*)),
+      d_sb(n * sizeof(std::size_t)), d_db(n * sizeof(std::size_t)), d_st(n * sizeof(cuda::DecodeStatus));
+  std::vector<const std::uint8_t*> srcs(n);
+  std::vector<std::uint8_t*> dsts(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    srcs[i] = d_in.u8() + in_at[i];
+    dsts[i] = d_out.u8() + out_at[i];
+  }
+  CS_CUDA_CHECK(cudaMemcpy(d_src.p, srcs.data(), n * sizeof(void*), cudaMemcpyHostToDevice));
+  CS_CUDA_CHECK(cudaMemcpy(d_dst.p, dsts.data(), n * sizeof(void*), cudaMemcpyHostToDevice));
+  CS_CUDA_CHECK(cudaMemcpy(d_sb.p, src_bytes.data(), n * sizeof(std::size_t), cudaMemcpyHostToDevice));
+  CS_CUDA_CHECK(cudaMemcpy(d_db.p, dst_bytes.data(), n * sizeof(std::size_t), cudaMemcpyHostToDevice));
+  cuda::DeviceBatch b;
+  b.src = static_cast<const std::uint8_t* const*>(d_src.p);
+  b.src_bytes = static_cast<const std::size_t*>(d_sb.p);
+  b.dst = static_cast<std::uint8_t* const*>(d_dst.p);
+  b.dst_bytes = static_cast<const std::size_t*>(d_db.p);
+  b.status = static_cast<cuda::DecodeStatus*>(d_st.p);
+  b.num_buffers = n;
+  const std::size_t scratch_bytes = cuda::batch_decode_scratch_bytes(kind, n, row.decoded);
+  DeviceBuf scratch(scratch_bytes);
+  cudaStream_t stream;
+  CS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1, e2;
+  CS_CUDA_CHECK(cudaEventCreate(&e0));
+  CS_CUDA_CHECK(cudaEventCreate(&e1));
+  CS_CUDA_CHECK(cudaEventCreate(&e2));
+
+  auto check_statuses = [&] {
+    std::vector<cuda::DecodeStatus> st(n);
+    CS_CUDA_CHECK(cudaMemcpy(st.data(), d_st.p, n * sizeof(cuda::DecodeStatus), cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < n; ++i)
+      if (st[i] != cuda::DecodeStatus::kOk)
+        throw std::runtime_error(batch_name + "/" + codec_name + ": GPU status of chunk " + std::to_string(i) + ": " +
+                                 cubestream::codec::logic::decode_status_name(st[i]));
+  };
+
+  // ---- correctness first: every GPU and CPU output byte against the original ----------------
+  CS_CUDA_CHECK(cudaMemcpyAsync(d_in.p, pinned, row.encoded, cudaMemcpyHostToDevice, stream));
+  CS_CUDA_CHECK(cudaMemsetAsync(d_out.p, 0xCD, row.decoded, stream));
+  cuda::batch_decode(kind, b, scratch.p, scratch_bytes, stream);
+  CS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  check_statuses();
+  {
+    Bytes back(row.decoded);
+    CS_CUDA_CHECK(cudaMemcpy(back.data(), d_out.p, row.decoded, cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::memcmp(back.data() + out_at[i], raw[i].data(), raw[i].size()) != 0)
+        throw std::runtime_error(batch_name + "/" + codec_name + ": GPU output of chunk " + std::to_string(i) +
+                                 " differs from the original");
+  }
+  auto cpu = std::dynamic_pointer_cast<const cubestream::codec::BytesToBytesCodec>(
+      cubestream::codec::make_codec(cfg["id"].get<std::string>(), cfg));
+  std::vector<Bytes> cpu_out(n);
+  for (std::size_t i = 0; i < n; ++i) cpu_out[i].resize(raw[i].size());
+  auto cpu_decode_all = [&] {
+    parallel_for(n, threads, [&](std::size_t i) {
+      cpu->decode(cubestream::ByteView(enc[i].data(), enc[i].size()),
+                  cubestream::MutableByteView(cpu_out[i].data(), cpu_out[i].size()));
+    });
+  };
+  cpu_decode_all();
+  for (std::size_t i = 0; i < n; ++i)
+    if (cpu_out[i] != raw[i])
+      throw std::runtime_error(batch_name + "/" + codec_name + ": CPU output of chunk " + std::to_string(i) + " differs");
+
+  // ---- timing ---------------------------------------------------------------------------------
+  std::vector<double> kernel, e2e, cpu_ms;
+  for (int r = 0; r < repeat; ++r) {
+    CS_CUDA_CHECK(cudaEventRecord(e0, stream));
+    CS_CUDA_CHECK(cudaMemcpyAsync(d_in.p, pinned, row.encoded, cudaMemcpyHostToDevice, stream));
+    CS_CUDA_CHECK(cudaEventRecord(e1, stream));
+    cuda::batch_decode(kind, b, scratch.p, scratch_bytes, stream);
+    CS_CUDA_CHECK(cudaEventRecord(e2, stream));
+    CS_CUDA_CHECK(cudaEventSynchronize(e2));
+    float k = 0, t = 0;
+    CS_CUDA_CHECK(cudaEventElapsedTime(&k, e1, e2));
+    CS_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e2));
+    kernel.push_back(k);
+    e2e.push_back(t);
+    check_statuses();
+    const auto c0 = std::chrono::steady_clock::now();
+    cpu_decode_all();
+    cpu_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count());
+  }
+  row.kernel_ms = median(kernel);
+  row.e2e_ms = median(e2e);
+  row.cpu_ms = median(cpu_ms);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaEventDestroy(e2);
+  cudaStreamDestroy(stream);
+  cudaFreeHost(pinned);
+  return row;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    const int repeat = std::max(5, env_int("CS_BENCH_REPEAT", 7));
+    const int threads = std::max(1, env_int("CS_BENCH_THREADS", static_cast<int>(std::thread::hardware_concurrency())));
+    int dev = 0;
+    cudaDeviceProp prop{};
+    CS_CUDA_CHECK(cudaGetDevice(&dev));
+    CS_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+
+    struct Batch {
+      std::string name;
+      std::vector<std::size_t> sizes;
+    };
+    std::vector<Batch> batches;
+    batches.push_back({"era5_4MiB x256", std::vector<std::size_t>(256, std::size_t{4} << 20)});
+    {
+      std::mt19937 rng(42);
+      std::vector<std::size_t> s(1024);
+      for (auto& x : s) x = (std::size_t{64} << 10) + (rng() % ((std::size_t{960} << 10) / 4)) * 4;
+      batches.push_back({"mixed_64KiB-1MiB x1024", s});
+    }
+
+    std::printf("# cubestream GPU batch decode benchmark\n\n");
+    std::printf("device: %s, %d SMs, sm_%d%d; CPU threads: %d; repeats: %d (median)\n\n", prop.name,
+                prop.multiProcessorCount, prop.major, prop.minor, threads, repeat);
+    std::printf("| batch | codec | chunks | decoded GB | ratio | kernel ms | kernel GB/s | e2e ms | e2e GB/s | "
+                "CPU ms (%d thr) | CPU GB/s | kernel / CPU | e2e / CPU |\n",
+                threads);
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::fflush(stdout);
+    for (const auto& batch : batches) {
+      const std::size_t n = batch.sizes.size();
+      std::vector<Bytes> raw(n), lz4(n), blosc(n);
+      parallel_for(n, threads, [&](std::size_t i) {
+        raw[i] = era5_chunk(batch.sizes[i] / 4, static_cast<std::uint32_t>(i * 7919 + n));
+        lz4[i] = numcodecs_lz4(raw[i]);
+        blosc[i] = blosc_lz4_shuffle(raw[i]);
+      });
+      const struct {
+        const char* name;
+        const std::vector<Bytes>* enc;
+        cuda::BatchCodec kind;
+        nlohmann::json cfg;
+      } cases[] = {
+          {"lz4", &lz4, cuda::BatchCodec::kLz4, {{"id", "lz4"}}},
+          {"blosc-lz4+shuffle", &blosc, cuda::BatchCodec::kBlosc, {{"id", "blosc"}}},
+      };
+      for (const auto& c : cases) {
+        const Row r = run_case(batch.name, c.name, raw, *c.enc, c.kind, c.cfg, repeat, threads);
+        std::size_t enc_bytes = 0;
+        for (const auto& e : *c.enc) enc_bytes += e.size();
+        const double gb = r.decoded / 1e9;
+        std::printf("| %s | %s | %zu | %.3f | %.2f | %.3f | %.1f | %.3f | %.1f | %.2f | %.1f | %.1fx | %.1fx |\n",
+                    r.batch.c_str(), r.codec.c_str(), r.chunks, gb, double(r.decoded) / double(enc_bytes), r.kernel_ms,
+                    gb / (r.kernel_ms / 1e3), r.e2e_ms, gb / (r.e2e_ms / 1e3), r.cpu_ms, gb / (r.cpu_ms / 1e3),
+                    r.cpu_ms / r.kernel_ms, r.cpu_ms / r.e2e_ms);
+        std::fflush(stdout);
+      }
+    }
+    std::printf("\nAll GPU and CPU outputs were checked byte for byte against the original data before timing.\n");
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_decode_bench: %s\n", e.what());
+    return 1;
+  }
+}

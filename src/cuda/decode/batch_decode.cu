@@ -1,0 +1,302 @@
+// The batched GPU decoders of LZ4 (numcodecs framing) and blosc, and the dispatch by codec.
+//
+// LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk, so a buffer
+// is one warp's work (lz4_batch_kernel): the lanes run the parse together and share the
+// copies (warp_copy.cuh). A batch of N buffers is N warps.
+//
+// blosc: blocks, and the streams of split blocks, are independent, so the work unit is one
+// stream and a batch of 256 chunks of 4 MB is ~4000-65000 units. Four launches, no host sync:
+//   blosc_plan_kernel       one thread per buffer: header, status, unit/block/staging counts
+//   blosc_scan_kernel       one block: exclusive prefix sums of the three counts
+//   blosc_unit_kernel       persistent warps over all units of the batch (a binary search of
+//                           the unit prefix finds a unit's buffer): decode one stream each
+//   blosc_unshuffle_kernel  persistent thread blocks over all blocks of shuffled buffers
+// Scratch (host-computable size, see blosc_scratch_layout): the plans, the three prefix
+// arrays, and a staging area as large as the decoded batch for the shuffled buffers.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <string>
+
+#include "codec/logic/blosc_decode.hpp"
+#include "codec/logic/lz4_block.hpp"
+#include "cubestream/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/warp_copy.cuh"
+#include "cuda/decode/zstd_dispatch.hpp"
+
+namespace cubestream::cuda {
+
+namespace {
+
+namespace logic = codec::logic;
+using detail::WarpCopier;
+
+constexpr int kThreads = 256;                 // 8 warps per thread block
+constexpr int kWarpsPerBlock = kThreads / 32;
+constexpr int kBlocksPerSm = 8;               // 64 warps per SM: full occupancy on sm_90
+constexpr std::size_t kAlign = 256;
+
+__device__ std::size_t smin(std::size_t a, std::size_t b) { return a < b ? a : b; }
+
+std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+unsigned persistent_blocks() {
+  int dev = 0, sms = 0;
+  CS_CUDA_CHECK(cudaGetDevice(&dev));
+  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return static_cast<unsigned>(std::max(1, sms) * kBlocksPerSm);
+}
+
+// Sets a buffer's status to `s` unless an earlier failure already set it (first one wins).
+__device__ void fail(DecodeStatus* status, DecodeStatus s) {
+  atomicCAS(reinterpret_cast<unsigned*>(status), static_cast<unsigned>(DecodeStatus::kOk), static_cast<unsigned>(s));
+}
+
+__device__ DecodeStatus load_status(const DecodeStatus* status) {
+  return static_cast<DecodeStatus>(*reinterpret_cast<const volatile unsigned*>(status));
+}
+
+// ---- LZ4 ---------------------------------------------------------------------------------
+
+__global__ void __launch_bounds__(kThreads) lz4_batch_kernel(DeviceBatch b) {
+  const unsigned lane = threadIdx.x & 31u;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarpsPerBlock;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kWarpsPerBlock) + threadIdx.x / 32; i < b.num_buffers;
+       i += warps) {
+    WarpCopier copy{lane};
+    const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
+    if (lane == 0) b.status[i] = st;
+  }
+}
+
+// ---- blosc -------------------------------------------------------------------------------
+
+struct BloscScratch {
+  logic::BloscPlan* plans;
+  unsigned long long* unit_off;   // N + 1
+  unsigned long long* block_off;  // N + 1
+  unsigned long long* stage_off;  // N + 1
+  std::uint8_t* stage;
+  unsigned long long stage_bytes;
+};
+
+struct BloscLayout {
+  std::size_t plans, unit_off, block_off, stage_off, stage, total;
+};
+
+BloscLayout blosc_scratch_layout(std::size_t n, std::size_t total_decoded) {
+  BloscLayout l{};
+  l.plans = 0;
+  l.unit_off = l.plans + align_up(n * sizeof(logic::BloscPlan));
+  l.block_off = l.unit_off + align_up((n + 1) * sizeof(unsigned long long));
+  l.stage_off = l.block_off + align_up((n + 1) * sizeof(unsigned long long));
+  l.stage = l.stage_off + align_up((n + 1) * sizeof(unsigned long long));
+  l.total = l.stage + align_up(total_decoded);
+  return l;
+}
+
+__global__ void blosc_plan_kernel(DeviceBatch b, BloscScratch s) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < b.num_buffers;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    logic::BloscPlan plan;
+    const DecodeStatus st = logic::blosc_plan(b.src[i], b.src_bytes[i], b.dst_bytes[i], &plan);
+    const bool ok = st == DecodeStatus::kOk;
+    s.plans[i] = plan;
+    b.status[i] = st;
+    s.unit_off[i] = ok ? plan.units : 0;
+    s.block_off[i] = ok && plan.staged ? plan.nblocks : 0;
+    s.stage_off[i] = ok && plan.staged ? plan.h.nbytes : 0;
+  }
+}
+
+// Exclusive prefix sums of the three count arrays (entry N receives the total), in one thread
+// block: each thread sums a contiguous run, the run totals are scanned in shared memory, and
+// each thread rewrites its run. N is the number of buffers of a batch (thousands), so one
+// block suffices.
+__global__ void __launch_bounds__(1024) blosc_scan_kernel(BloscScratch s, std::size_t n) {
+  __shared__ unsigned long long totals[3][1024];
+  unsigned long long* arrays[3] = {s.unit_off, s.block_off, s.stage_off};
+  const std::size_t per = (n + blockDim.x - 1) / blockDim.x;
+  const std::size_t begin = smin(n, threadIdx.x * per), end = smin(n, begin + per);
+  for (int a = 0; a < 3; ++a) {
+    unsigned long long sum = 0;
+    for (std::size_t i = begin; i < end; ++i) sum += arrays[a][i];
+    totals[a][threadIdx.x] = sum;
+  }
+  __syncthreads();
+  // Hillis-Steele inclusive scan of the run totals
+  for (unsigned d = 1; d < blockDim.x; d *= 2) {
+    unsigned long long add[3] = {0, 0, 0};
+    if (threadIdx.x >= d)
+      for (int a = 0; a < 3; ++a) add[a] = totals[a][threadIdx.x - d];
+    __syncthreads();
+    for (int a = 0; a < 3; ++a) totals[a][threadIdx.x] += add[a];
+    __syncthreads();
+  }
+  for (int a = 0; a < 3; ++a) {
+    unsigned long long run = threadIdx.x == 0 ? 0 : totals[a][threadIdx.x - 1];
+    for (std::size_t i = begin; i < end; ++i) {
+      const unsigned long long c = arrays[a][i];
+      arrays[a][i] = run;
+      run += c;
+    }
+    if (threadIdx.x == blockDim.x - 1) arrays[a][n] = totals[a][threadIdx.x];
+  }
+}
+
+// The buffer that item w of a prefix array belongs to: the last i with off[i] <= w (empty
+// buffers share their offset with the next one). Requires w < off[n].
+__device__ std::size_t owner(const unsigned long long* off, std::size_t n, unsigned long long w) {
+  std::size_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi + 1) / 2;
+    if (off[mid] <= w) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+__global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, BloscScratch s) {
+  const unsigned lane = threadIdx.x & 31u;
+  const std::size_t n = b.num_buffers;
+  const unsigned long long total = s.unit_off[n];
+  const unsigned long long warps = static_cast<unsigned long long>(gridDim.x) * kWarpsPerBlock;
+  for (unsigned long long w = blockIdx.x * static_cast<unsigned long long>(kWarpsPerBlock) + threadIdx.x / 32;
+       w < total; w += warps) {
+    const std::size_t i = owner(s.unit_off, n, w);
+    // one read, broadcast: another warp may fail this buffer meanwhile, and the lanes must
+    // agree on skipping it (the copies __syncwarp with all 32 lanes)
+    const unsigned st0 = lane == 0 ? static_cast<unsigned>(load_status(&b.status[i])) : 0u;
+    if (__shfl_sync(detail::kFullMask, st0, 0) != static_cast<unsigned>(DecodeStatus::kOk)) continue;
+    const logic::BloscPlan plan = s.plans[i];
+    std::uint8_t* stage = nullptr;
+    if (plan.staged) {
+      // the caller's total_decoded_bytes bounds the staging area; a buffer beyond it (a
+      // caller that under-counted) is left to the CPU rather than written out of bounds
+      if (s.stage_off[i] + plan.h.nbytes > s.stage_bytes) {
+        if (lane == 0) fail(&b.status[i], DecodeStatus::kUnsupported);
+        continue;
+      }
+      stage = s.stage + s.stage_off[i];
+    }
+    WarpCopier copy{lane};
+    const DecodeStatus st =
+        logic::blosc_decode_unit(b.src[i], plan, w - s.unit_off[i], b.dst[i], stage, copy, lane == 0);
+    if (st != DecodeStatus::kOk && lane == 0) fail(&b.status[i], st);
+  }
+}
+
+// Byte unshuffle of elements [begin, end) for typesize 4 and 8 with whole-word stores when the
+// block's output is aligned (the common float32/float64 case).
+__device__ bool unshuffle_words(const logic::BloscBlockShuffle& bs, std::size_t ts, const std::uint8_t* src,
+                                std::uint8_t* dst, std::size_t t, std::size_t stride) {
+  if (reinterpret_cast<std::uintptr_t>(dst) % 4 != 0 || (ts != 4 && ts != 8)) return false;
+  const std::size_t n = bs.n;
+  auto* d = reinterpret_cast<std::uint32_t*>(dst);
+  for (std::size_t i = t; i < n; i += stride) {
+    for (std::size_t w = 0; w < ts / 4; ++w) {
+      const std::size_t p = 4 * w;
+      d[i * (ts / 4) + w] = static_cast<std::uint32_t>(src[p * n + i]) |
+                            (static_cast<std::uint32_t>(src[(p + 1) * n + i]) << 8) |
+                            (static_cast<std::uint32_t>(src[(p + 2) * n + i]) << 16) |
+                            (static_cast<std::uint32_t>(src[(p + 3) * n + i]) << 24);
+    }
+  }
+  return true;
+}
+
+__global__ void __launch_bounds__(kThreads) blosc_unshuffle_kernel(DeviceBatch b, BloscScratch s) {
+  const std::size_t n = b.num_buffers;
+  const unsigned long long total = s.block_off[n];
+  for (unsigned long long w = blockIdx.x; w < total; w += gridDim.x) {
+    const std::size_t i = owner(s.block_off, n, w);
+    if (load_status(&b.status[i]) != DecodeStatus::kOk) continue;
+    const logic::BloscPlan& plan = s.plans[i];
+    const auto j = static_cast<std::uint32_t>(w - s.block_off[i]);
+    const logic::BloscBlockShuffle bs = logic::blosc_block_shuffle(plan.h, j);
+    const std::uint8_t* stage = s.stage + s.stage_off[i];
+    std::uint8_t* dst = b.dst[i];
+    const std::size_t at = static_cast<std::size_t>(j) * plan.h.blocksize;
+    if (bs.kind == logic::BloscUnshuffleKind::kByte &&
+        unshuffle_words(bs, plan.h.typesize, stage + at, dst + at, threadIdx.x, blockDim.x)) {
+      for (std::size_t k = bs.bytes - bs.tail + threadIdx.x; k < bs.bytes; k += blockDim.x) dst[at + k] = stage[at + k];
+      continue;
+    }
+    // items split evenly over the threads; thread 0's range starts at item 0 and copies the tail
+    const std::size_t per = (bs.items + blockDim.x - 1) / blockDim.x;
+    const std::size_t begin = smin(bs.items, threadIdx.x * per);
+    const std::size_t end = smin(bs.items, begin + per);
+    if (begin < end || threadIdx.x == 0) logic::blosc_unshuffle_block_range(plan.h, j, bs, stage, dst, begin, end);
+  }
+}
+
+void check_scratch(const char* what, std::size_t need, std::size_t have) {
+  if (have < need) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("batch_decode(") + what + "): scratch of " +
+                                                 std::to_string(have) + " bytes, " + std::to_string(need) + " needed");
+  }
+}
+
+}  // namespace
+
+std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes) {
+  switch (codec) {
+    case BatchCodec::kLz4: return 0;
+    case BatchCodec::kBlosc: return blosc_scratch_layout(num_buffers, total_decoded_bytes).total;
+    case BatchCodec::kZstd: return detail::zstd_dispatch_scratch_bytes(num_buffers, total_decoded_bytes);
+  }
+  throw Error(ErrorCode::kInvalidArgument, "batch_decode_scratch_bytes: unknown codec");
+}
+
+void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std::size_t scratch_bytes,
+                  StreamHandle stream_handle) {
+  const cudaStream_t stream = stream_handle;
+  if (batch.num_buffers == 0) return;
+  switch (codec) {
+    case BatchCodec::kLz4: {
+      const std::size_t warps_needed = batch.num_buffers;
+      const unsigned blocks = static_cast<unsigned>(
+          std::min<std::size_t>((warps_needed + kWarpsPerBlock - 1) / kWarpsPerBlock, persistent_blocks()));
+      lz4_batch_kernel<<<blocks, kThreads, 0, stream>>>(batch);
+      CS_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+    case BatchCodec::kBlosc: {
+      const std::size_t n = batch.num_buffers;
+      // the staging capacity is whatever the caller's scratch holds beyond the fixed part
+      const BloscLayout fixed = blosc_scratch_layout(n, 0);
+      check_scratch("blosc", fixed.total, scratch_bytes);
+      auto* base = static_cast<std::uint8_t*>(scratch);
+      BloscScratch s{};
+      s.plans = reinterpret_cast<logic::BloscPlan*>(base + fixed.plans);
+      s.unit_off = reinterpret_cast<unsigned long long*>(base + fixed.unit_off);
+      s.block_off = reinterpret_cast<unsigned long long*>(base + fixed.block_off);
+      s.stage_off = reinterpret_cast<unsigned long long*>(base + fixed.stage_off);
+      s.stage = base + fixed.stage;
+      s.stage_bytes = scratch_bytes - fixed.stage;
+      const unsigned plan_blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 4096));
+      blosc_plan_kernel<<<plan_blocks, kThreads, 0, stream>>>(batch, s);
+      CS_CUDA_CHECK(cudaGetLastError());
+      blosc_scan_kernel<<<1, 1024, 0, stream>>>(s, n);
+      CS_CUDA_CHECK(cudaGetLastError());
+      const unsigned blocks = persistent_blocks();
+      blosc_unit_kernel<<<blocks, kThreads, 0, stream>>>(batch, s);
+      CS_CUDA_CHECK(cudaGetLastError());
+      blosc_unshuffle_kernel<<<blocks, kThreads, 0, stream>>>(batch, s);
+      CS_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+    case BatchCodec::kZstd:
+      check_scratch("zstd", detail::zstd_dispatch_scratch_bytes(batch.num_buffers, 0), scratch_bytes);
+      detail::zstd_dispatch(batch, scratch, scratch_bytes, stream);
+      return;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "batch_decode: unknown codec");
+}
+
+}  // namespace cubestream::cuda

@@ -1,0 +1,87 @@
+// libFuzzer harness for the decoder logic the GPU kernels run (host build of the same CS_HD
+// code), compiled once per entry point with -DCS_FUZZ_GPU_LOGIC="<name>":
+//   lz4_block    codec/logic/lz4_block.hpp: a raw block and the numcodecs framing
+//   blosc_units  codec/logic/blosc_decode.hpp: plan, every work unit, every block's unshuffle
+//
+// Input layout as in fuzz_codec.cpp: bytes 0-1 pick the output size (little-endian, times 16),
+// the rest is the encoded data. Input, output and staging are exact-size heap allocations, so
+// AddressSanitizer reports any access outside them; a status is the expected answer to bad
+// data, and a decoder that claims more output than its buffer, or a unit outside its buffer,
+// is a bug.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "codec/logic/blosc_decode.hpp"
+#include "codec/logic/lz4_block.hpp"
+
+#ifndef CS_FUZZ_GPU_LOGIC
+#error "compile with -DCS_FUZZ_GPU_LOGIC=\"lz4_block\" or \"blosc_units\""
+#endif
+
+namespace {
+
+namespace logic = cubestream::codec::logic;
+
+[[noreturn]] void bug(const char* what, std::size_t a, std::size_t b) {
+  std::fprintf(stderr, "fuzz_gpu_logic(%s): %s (%zu, %zu)\n", CS_FUZZ_GPU_LOGIC, what, a, b);
+  std::abort();
+}
+
+void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
+  std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_size == 0 ? 1 : out_size]);
+  std::size_t produced = 0;
+  const logic::DecodeStatus st = logic::lz4_decode_block(in, size, out.get(), out_size, &produced);
+  if (produced > out_size) bug("block decode claims more than its output", produced, out_size);
+  if (st == logic::DecodeStatus::kOk) {
+    // decoding again into exactly the produced size must give the same status and bytes
+    std::unique_ptr<std::uint8_t[]> again(new std::uint8_t[produced == 0 ? 1 : produced]);
+    logic::Lz4SerialCopier copy;
+    if (logic::lz4_decode_exact_with(in, size, again.get(), produced, copy) != logic::DecodeStatus::kOk ||
+        std::memcmp(again.get(), out.get(), produced) != 0)
+      bug("exact-size decode differs from the first decode", produced, size);
+  }
+  logic::lz4_numcodecs_decode(in, size, out.get(), out_size);
+}
+
+void fuzz_blosc(const std::uint8_t* in, std::size_t size, std::size_t cap) {
+  // the header's decoded size when it fits the cap (so that seeds reach the units), else the
+  // cap itself (exercising the size check)
+  std::size_t out_size = cap;
+  if (size >= 8 && logic::blosc_load_le32(in + 4) <= cap) out_size = logic::blosc_load_le32(in + 4);
+  std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_size == 0 ? 1 : out_size]);
+  std::unique_ptr<std::uint8_t[]> stage(new std::uint8_t[out_size == 0 ? 1 : out_size]);
+  logic::BloscPlan plan;
+  if (logic::blosc_plan(in, size, out_size, &plan) == logic::DecodeStatus::kOk && !plan.h.memcpyed() &&
+      plan.units != 0) {
+    if (plan.units > logic::blosc_max_units(plan.h.nbytes)) bug("more units than the bound", plan.units, plan.h.nbytes);
+    for (std::uint64_t u = 0; u < plan.units; ++u) {
+      const logic::BloscUnit un = logic::blosc_unit_at(plan, u);
+      const std::size_t end = static_cast<std::size_t>(un.block) * plan.h.blocksize +
+                              static_cast<std::size_t>(un.stream + 1) * un.stream_bytes;
+      if (un.block >= plan.nblocks || end > plan.h.nbytes) bug("unit outside the buffer", u, end);
+    }
+  }
+  logic::blosc_decode_serial(in, size, out.get(), out_size, stage.get());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 2) return 0;
+  const std::size_t out_size = (static_cast<std::size_t>(data[0]) | (static_cast<std::size_t>(data[1]) << 8)) * 16;
+  // the encoded bytes in their own exact-size allocation
+  const std::size_t n = size - 2;
+  std::unique_ptr<std::uint8_t[]> in(new std::uint8_t[n == 0 ? 1 : n]);
+  if (n != 0) std::memcpy(in.get(), data + 2, n);
+  if (std::strcmp(CS_FUZZ_GPU_LOGIC, "lz4_block") == 0) {
+    fuzz_lz4(in.get(), n, out_size);
+  } else if (std::strcmp(CS_FUZZ_GPU_LOGIC, "blosc_units") == 0) {
+    fuzz_blosc(in.get(), n, out_size);
+  } else {
+    bug("unknown entry point", 0, 0);
+  }
+  return 0;
+}
