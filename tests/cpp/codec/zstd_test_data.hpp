@@ -96,17 +96,24 @@ inline Bytes cat(std::initializer_list<Bytes> parts) {
 }
 
 // libzstd's answer for `enc` decoded into exactly `size` bytes: ok + bytes, or not ok.
-inline bool libzstd_decode(const Bytes& enc, std::size_t size, Bytes* out) {
+inline bool libzstd_decode(const Bytes& enc, std::size_t size, Bytes* out, const char** why = nullptr) {
   out->assign(size, 0);
   std::size_t pos = 0, written = 0;
   while (pos < enc.size()) {
     const std::size_t f = ZSTD_findFrameCompressedSize(enc.data() + pos, enc.size() - pos);
-    if (ZSTD_isError(f)) return false;
+    if (ZSTD_isError(f)) {
+      if (why) *why = ZSTD_getErrorName(f);
+      return false;
+    }
     const std::size_t n = ZSTD_decompress(out->data() + written, size - written, enc.data() + pos, f);
-    if (ZSTD_isError(n)) return false;
+    if (ZSTD_isError(n)) {
+      if (why) *why = ZSTD_getErrorName(n);
+      return false;
+    }
     written += n;
     pos += f;
   }
+  if (why) *why = written == size ? "ok" : "decoded to another size";
   return written == size;
 }
 

@@ -23,6 +23,7 @@ namespace cubestream::codec::logic::zstd {
 inline constexpr u32 kFrameMagic = 0xFD2FB528u;
 inline constexpr u32 kSkippableMagicMask = 0xFFFFFFF0u;
 inline constexpr u32 kSkippableMagic = 0x184D2A50u;  // 0x184D2A50 .. 0x184D2A5F
+inline constexpr u32 kWindowLogMax = 31;
 
 // What a frame header says (RFC 8878 section 3.1.1.1).
 struct FrameHeader {
@@ -55,6 +56,9 @@ CS_HD inline DecodeStatus parse_frame_header(const u8* src, std::size_t n, Frame
   if (!single) {
     // Window_Descriptor (section 3.1.1.1.2): windowLog = 10 + exponent, plus mantissa/8ths.
     const u32 exponent = src[p] >> 3, mantissa = src[p] & 7;
+    // The format allows windows up to 2^41 + 7 * 2^38; libzstd (the CPU path) refuses
+    // windowLog > 31 on 64-bit hosts, and so do we, so that both paths give one answer.
+    if (10 + exponent > kWindowLogMax) return DecodeStatus::kUnsupported;
     const u64 base = u64(1) << (10 + exponent);
     window = base + (base >> 3) * mantissa;
     ++p;
