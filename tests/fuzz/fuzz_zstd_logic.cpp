@@ -26,8 +26,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t* in = data + 3;
   const std::size_t n = size - 3;
   if (data[2] & 2) {
-    const unsigned long long fcs = ZSTD_findDecompressedSize(in, n);
-    if (fcs != ZSTD_CONTENTSIZE_ERROR && fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs <= (4u << 20)) out_size = fcs;
+    // the sum of the frames' content sizes, when every frame states one
+    unsigned long long total = 0;
+    std::size_t pos = 0;
+    bool known = true;
+    while (known && pos < n) {
+      const std::size_t f = ZSTD_findFrameCompressedSize(in + pos, n - pos);
+      if (ZSTD_isError(f)) break;
+      const bool skippable = f >= 4 && in[pos + 3] == 0x18 && in[pos + 2] == 0x4D && in[pos + 1] == 0x2A &&
+                             (in[pos] & 0xF0) == 0x50;  // magic 0x184D2A5?
+      if (skippable) {
+        pos += f;  // skippable: no content
+        continue;
+      }
+      const unsigned long long c = ZSTD_getFrameContentSize(in + pos, f);
+      if (c == ZSTD_CONTENTSIZE_ERROR || c == ZSTD_CONTENTSIZE_UNKNOWN) known = false;
+      else total += c;
+      pos += f;
+    }
+    if (known && total <= (4u << 20)) out_size = static_cast<std::size_t>(total);
   }
   static zl::ZstdWorkspace* ws = new zl::ZstdWorkspace;
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[n]);
