@@ -18,6 +18,9 @@ DATA = os.path.join(HERE, "..", "data", "codec")
 CONFIGS = {"zstd": 1, "gzip": 1, "zlib": 1, "lz4": 1, "blosc": 1, "crc32c": 2, "crc32": 2,
            "adler32": 2, "bitround": 1, "shuffle": 6, "delta": 8, "fixedscaleoffset": 5,
            "quantize": 4}
+# fuzz_zstd_logic reads the zstd goldens with its own flag byte (bit 0 verify, bit 1 output
+# size from the content size): all four combinations.
+SHARED_AS = {"zstd_logic": ("zstd", 4)}
 
 
 def prefix(decoded_size, config):
@@ -34,6 +37,21 @@ def main(out):
             for i, payload in enumerate([b"\x00" * 4, b"\x8a\x91\x36\xaa" + b"\x00" * 32]):
                 with open(os.path.join(folder, f"seed{i}"), "wb") as f:
                     f.write(prefix(64, i % nconf) + payload)
+            continue
+        for case in json.load(open(index)):
+            enc = open(os.path.join(DATA, codec, case["encoded"]), "rb").read()
+            dec = os.path.getsize(os.path.join(DATA, codec, case["decoded"]))
+            for conf in range(nconf):
+                with open(os.path.join(folder, f"{case['name']}-{conf}"), "wb") as f:
+                    f.write(prefix(dec, conf) + enc)
+
+
+def shared_decoder_seeds(out):
+    for name, (codec, nconf) in SHARED_AS.items():
+        folder = os.path.join(out, name)
+        os.makedirs(folder, exist_ok=True)
+        index = os.path.join(DATA, codec, "cases.json")
+        if not os.path.exists(index):
             continue
         for case in json.load(open(index)):
             enc = open(os.path.join(DATA, codec, case["encoded"]), "rb").read()
@@ -101,4 +119,5 @@ def gpu_logic_seeds(out):
 if __name__ == "__main__":
     gpu_logic_seeds(sys.argv[1] if len(sys.argv) > 1 else "corpus")
     structural_seeds(sys.argv[1] if len(sys.argv) > 1 else "corpus")
+    shared_decoder_seeds(sys.argv[1] if len(sys.argv) > 1 else "corpus")
     main(sys.argv[1] if len(sys.argv) > 1 else "corpus")

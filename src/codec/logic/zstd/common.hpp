@@ -1,0 +1,159 @@
+// Shared pieces of the Zstandard decoder (RFC 8878) that runs on the host and on the GPU:
+// the one bounds-check pattern, little-endian loads, the forward and backward bit readers,
+// and the "team" abstraction that lets the same code run on one host thread or on a warp.
+//
+// Every length, count and offset that comes from the input is checked through
+// CS_ZSTD_REQUIRE before it is used to index memory; a failed check returns a DecodeStatus
+// (no exceptions, no std containers, no host-only calls: see core/host_device.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/logic/decode_status.hpp"
+#include "core/host_device.hpp"
+
+// Returns `status` from the enclosing function unless `cond` holds.
+#define CS_ZSTD_REQUIRE(cond, status)                                \
+  do {                                                               \
+    if (!(cond)) return ::cubestream::codec::logic::DecodeStatus::status; \
+  } while (0)
+
+// Evaluates an expression yielding a DecodeStatus and returns it unless it is kOk.
+#define CS_ZSTD_TRY(expr)                                                        \
+  do {                                                                           \
+    const ::cubestream::codec::logic::DecodeStatus cs_zstd_st_ = (expr);         \
+    if (cs_zstd_st_ != ::cubestream::codec::logic::DecodeStatus::kOk) return cs_zstd_st_; \
+  } while (0)
+
+namespace cubestream::codec::logic::zstd {
+
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+
+CS_HD inline u32 load_le16(const u8* p) { return u32(p[0]) | (u32(p[1]) << 8); }
+CS_HD inline u32 load_le24(const u8* p) { return u32(p[0]) | (u32(p[1]) << 8) | (u32(p[2]) << 16); }
+CS_HD inline u32 load_le32(const u8* p) { return load_le24(p) | (u32(p[3]) << 24); }
+CS_HD inline u64 load_le64(const u8* p) { return u64(load_le32(p)) | (u64(load_le32(p + 4)) << 32); }
+
+// Index of the highest set bit (v != 0).
+CS_HD inline u32 highbit32(u32 v) {
+#if CS_DEVICE_PASS
+  return 31u - static_cast<u32>(__clz(v));
+#else
+  return 31u - static_cast<u32>(__builtin_clz(v));
+#endif
+}
+
+CS_HD inline std::size_t min_size(std::size_t a, std::size_t b) { return a < b ? a : b; }
+
+// ---- teams -------------------------------------------------------------------------------
+// The decoder is written for a "team" of cooperating threads: every member runs the same
+// serial control flow on the same data (so every branch is uniform and every scalar result
+// identical), and the members split the data-parallel loops (copies, table fills, the four
+// Huffman streams) by rank. SerialTeam is the host's team of one; the CUDA build adds a warp
+// team (src/cuda/zstd/zstd_batch.cu). A member must call sync() after writing memory that
+// other members read next.
+struct SerialTeam {
+  CS_HD unsigned rank() const { return 0; }
+  CS_HD unsigned size() const { return 1; }
+  CS_HD void sync() const {}
+  CS_HD bool any(bool b) const { return b; }
+};
+
+// ---- forward bit reader --------------------------------------------------------------------
+// Reads a little-endian bit stream from its first bit upwards: the FSE table description
+// (RFC 8878 section 4.1.1) is written this way. Bits past the end read as zero; the caller
+// checks with bytes_used() that no bit past the end was used.
+struct ForwardBits {
+  const u8* p;
+  std::size_t size;
+  u64 bitpos;
+
+  CS_HD u32 peek(u32 n) const {  // n <= 32
+    u64 v = 0;
+    const std::size_t byte = static_cast<std::size_t>(bitpos >> 3);
+    for (u32 i = 0; i < 5; ++i) {
+      if (byte + i < size) v |= u64(p[byte + i]) << (8 * i);
+    }
+    return static_cast<u32>((v >> (bitpos & 7)) & ((u64(1) << n) - 1));
+  }
+  CS_HD void skip(u32 n) { bitpos += n; }
+  CS_HD u32 read(u32 n) {
+    const u32 v = peek(n);
+    skip(n);
+    return v;
+  }
+  CS_HD u64 bytes_used() const { return (bitpos + 7) >> 3; }
+};
+
+// ---- backward bit reader -------------------------------------------------------------------
+// Huffman streams, the Huffman-weight FSE stream and the sequence stream are read backwards
+// (RFC 8878 section 4.1 and 4.2.2): the stream is one little-endian number whose highest set
+// bit (in the last byte) is a marker; fields are read from just below the marker downwards.
+// `pos` counts the bits not yet read: bits [0, pos) of that number. Reading more bits than
+// remain yields zeros for the missing low bits and sets `overflow`, which is how the format
+// defines the end of the Huffman-weight stream (section 4.2.1.2); elsewhere it is an error.
+struct BackwardBits {
+  const u8* p = nullptr;
+  std::size_t size = 0;
+  u64 pos = 0;
+  u64 win = 0;          // bytes [win_byte, win_byte + 8) of the stream, little-endian
+  u64 win_byte = ~u64(0);
+  bool overflow = false;
+
+  // RFC 8878 section 4.1: the last byte holds the marker bit, so it cannot be zero.
+  CS_HD DecodeStatus init(const u8* src, std::size_t n) {
+    p = src;
+    size = n;
+    CS_ZSTD_REQUIRE(n > 0, kCorrupt);
+    const u8 last = src[n - 1];
+    CS_ZSTD_REQUIRE(last != 0, kCorrupt);
+    pos = u64(n - 1) * 8 + highbit32(last);
+    win_byte = ~u64(0);
+    overflow = false;
+    return DecodeStatus::kOk;
+  }
+
+  // Bits [at, at + n) of the stream, n <= 56.
+  CS_HD u64 bits(u64 at, u32 n) {
+    if (win_byte == ~u64(0) || at < win_byte * 8 || at + n > win_byte * 8 + 64) {
+      const u64 end_byte = (at + n + 7) >> 3;
+      win_byte = end_byte >= 8 ? end_byte - 8 : 0;
+      if (win_byte + 8 <= size) {
+        win = load_le64(p + win_byte);
+      } else {
+        win = 0;
+        for (u32 i = 0; i < 8; ++i) {
+          if (win_byte + i < size) win |= u64(p[win_byte + i]) << (8 * i);
+        }
+      }
+    }
+    return (win >> (at - win_byte * 8)) & ((u64(1) << n) - 1);
+  }
+
+  CS_HD u64 peek(u32 n) {
+    if (n == 0) return 0;
+    if (n <= pos) return bits(pos - n, n);
+    return pos == 0 ? 0 : bits(0, static_cast<u32>(pos)) << (n - pos);
+  }
+  CS_HD void consume(u32 n) {
+    if (n > pos) {
+      overflow = true;
+      pos = 0;
+    } else {
+      pos -= n;
+    }
+  }
+  CS_HD u64 read(u32 n) {
+    const u64 v = peek(n);
+    consume(n);
+    return v;
+  }
+  // True once every bit has been read, exactly: the condition every stream must end in.
+  CS_HD bool finished_exactly() const { return pos == 0 && !overflow; }
+};
+
+}  // namespace cubestream::codec::logic::zstd

@@ -1,0 +1,144 @@
+// Huffman-coded literals (RFC 8878 section 4.2): the tree description (weights, either
+// FSE-compressed or as direct 4-bit values), the decoding table, and stream decoding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/logic/zstd/common.hpp"
+#include "codec/logic/zstd/fse.hpp"
+#include "codec/logic/zstd/workspace.hpp"
+
+namespace cubestream::codec::logic::zstd {
+
+// Decodes the FSE-compressed weights (section 4.2.1.2): a table description, then a backward
+// stream read by two interleaved states. Decoding alternates state 1, state 2, ...; when an
+// update needs more bits than remain (the missing bits read as zero), the other state's
+// symbol is the last weight. At most 255 weights are written (the last symbol's is implied).
+template <class Team>
+CS_HD DecodeStatus decode_fse_weights(const Team& team, const u8* src, std::size_t n, ZstdWorkspace* ws,
+                                      u32* num_weights) {
+  u32 symbols = 0, log = 0;
+  std::size_t used = 0;
+  CS_ZSTD_TRY(read_fse_description(src, n, 255, kHufWeightMaxLog, ws->norm, &symbols, &log, &used));
+  team.sync();
+  bool bad = false;
+  if (team.rank() == 0) bad = build_fse_table(ws->norm, symbols, log, ws->weights_fse, ws->next) != DecodeStatus::kOk;
+  if (team.any(bad)) return DecodeStatus::kCorrupt;
+  CS_ZSTD_REQUIRE(used < n, kCorrupt);
+  BackwardBits bits;
+  CS_ZSTD_TRY(bits.init(src + used, n - used));
+  const FseEntry* t = ws->weights_fse;
+  u32 s1 = static_cast<u32>(bits.read(log));
+  u32 s2 = static_cast<u32>(bits.read(log));
+  constexpr u32 kCap = 255;
+  u32 count = 0;
+  for (;;) {
+    CS_ZSTD_REQUIRE(count + 2 <= kCap, kCorrupt);
+    ws->weights[count++] = t[s1].symbol;
+    s1 = t[s1].base + static_cast<u32>(bits.read(t[s1].nbits));
+    if (bits.overflow) {
+      ws->weights[count++] = t[s2].symbol;
+      break;
+    }
+    CS_ZSTD_REQUIRE(count + 2 <= kCap, kCorrupt);
+    ws->weights[count++] = t[s2].symbol;
+    s2 = t[s2].base + static_cast<u32>(bits.read(t[s2].nbits));
+    if (bits.overflow) {
+      ws->weights[count++] = t[s1].symbol;
+      break;
+    }
+  }
+  *num_weights = count;
+  return DecodeStatus::kOk;
+}
+
+// Reads a Huffman tree description (section 4.2.1) from src[0, n) and builds ws->huf.
+// Header byte < 128: that many bytes of FSE-compressed weights follow; >= 128: (byte - 127)
+// weights follow as 4-bit values, high nibble first. Weights give each symbol's code length
+// nbits = log + 1 - weight (weight 0: symbol absent). The last symbol's weight is implied:
+// the one that makes the sum of 2^(weight-1) a power of two, 2^log.
+template <class Team>
+CS_HD DecodeStatus read_huffman_tree(const Team& team, const u8* src, std::size_t n, ZstdWorkspace* ws,
+                                     std::size_t* used) {
+  CS_ZSTD_REQUIRE(n >= 1, kCorrupt);
+  const u32 header = src[0];
+  u32 nw = 0;
+  if (header < 128) {
+    CS_ZSTD_REQUIRE(header >= 1 && 1 + std::size_t(header) <= n, kCorrupt);
+    CS_ZSTD_TRY(decode_fse_weights(team, src + 1, header, ws, &nw));
+    *used = 1 + std::size_t(header);
+  } else {
+    nw = header - 127;
+    const std::size_t bytes = (nw + 1) / 2;
+    CS_ZSTD_REQUIRE(1 + bytes <= n, kCorrupt);
+    for (u32 i = 0; i < nw; ++i) {
+      const u8 b = src[1 + i / 2];
+      ws->weights[i] = static_cast<u8>((i & 1) ? (b & 15) : (b >> 4));
+    }
+    *used = 1 + bytes;
+  }
+  // Weight statistics (every member computes them; they are small and local).
+  u32 rank_count[kHufMaxLog + 2] = {};
+  u32 total = 0;
+  for (u32 i = 0; i < nw; ++i) {
+    const u32 w = ws->weights[i];
+    CS_ZSTD_REQUIRE(w <= kHufMaxLog, kCorrupt);
+    ++rank_count[w];
+    total += w ? (1u << (w - 1)) : 0u;
+  }
+  CS_ZSTD_REQUIRE(total != 0, kCorrupt);
+  const u32 log = highbit32(total) + 1;
+  CS_ZSTD_REQUIRE(log <= kHufMaxLog, kCorrupt);
+  const u32 rest = (1u << log) - total;
+  CS_ZSTD_REQUIRE((rest & (rest - 1)) == 0, kCorrupt);  // must be a power of two
+  const u32 last_weight = highbit32(rest) + 1;
+  ++rank_count[last_weight];
+  // A complete prefix code has an even number (at least two) of the longest codes.
+  CS_ZSTD_REQUIRE(rank_count[1] >= 2 && (rank_count[1] & 1) == 0, kCorrupt);
+  const u32 num_symbols = nw + 1;
+  // Canonical layout (section 4.2.1.3 example): in table order come the symbols of weight 1,
+  // then weight 2, ...; within one weight in symbol order; a weight-w symbol fills 2^(w-1)
+  // consecutive entries.
+  u32 start[kHufMaxLog + 2];
+  u32 acc = 0;
+  for (u32 w = 1; w <= kHufMaxLog; ++w) {
+    start[w] = acc;
+    acc += rank_count[w] << (w - 1);
+  }
+  for (u32 s = 0; s < num_symbols; ++s) {
+    const u32 w = s < nw ? ws->weights[s] : last_weight;
+    if (w == 0) continue;
+    const u32 pos = start[w];
+    const u32 len = 1u << (w - 1);
+    start[w] += len;
+    if (s % team.size() != team.rank()) continue;
+    const HufEntry e{static_cast<u8>(s), static_cast<u8>(log + 1 - w)};
+    for (u32 k = 0; k < len; ++k) ws->huf[pos + k] = e;
+  }
+  ws->huf_log = log;
+  ws->huf_valid = 1;
+  team.sync();
+  return DecodeStatus::kOk;
+}
+
+// Decodes one Huffman stream (section 4.2.2) of `count` symbols into out: each step looks
+// up the next huf_log bits, emits the symbol and consumes its code length. The stream must
+// end exactly on its first bit.
+CS_HD inline DecodeStatus decode_huffman_stream(const ZstdWorkspace* ws, const u8* src, std::size_t n, u8* out,
+                                                std::size_t count) {
+  BackwardBits bits;
+  CS_ZSTD_TRY(bits.init(src, n));
+  const u32 log = ws->huf_log;
+  const HufEntry* table = ws->huf;
+  for (std::size_t i = 0; i < count; ++i) {
+    const HufEntry e = table[bits.peek(log)];
+    out[i] = e.symbol;
+    bits.consume(e.nbits);
+    if (bits.overflow) return DecodeStatus::kCorrupt;
+  }
+  CS_ZSTD_REQUIRE(bits.finished_exactly(), kCorrupt);
+  return DecodeStatus::kOk;
+}
+
+}  // namespace cubestream::codec::logic::zstd

@@ -1,0 +1,248 @@
+// The sequences section of a compressed block (RFC 8878 section 3.1.1.3.2) and sequence
+// execution (section 3.1.2): decoded one sequence at a time and executed at once, so no
+// sequence buffer is needed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/logic/zstd/common.hpp"
+#include "codec/logic/zstd/fse.hpp"
+#include "codec/logic/zstd/literals.hpp"
+#include "codec/logic/zstd/workspace.hpp"
+
+namespace cubestream::codec::logic::zstd {
+
+// Section 3.1.1.3.2.1.1: literal-length codes 0-15 are the length itself; above, a baseline
+// plus extra bits.
+CS_HD inline u32 ll_base(u32 code) {
+  static constexpr u32 k[36] = {0,  1,  2,  3,  4,  5,  6,  7,   8,   9,   10,  11,   12,   13,   14,   15,   16,    18,
+                         20, 22, 24, 28, 32, 40, 48, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+  return k[code];
+}
+CS_HD inline u32 ll_bits(u32 code) {
+  static constexpr u8 k[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,
+                        1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  return k[code];
+}
+// Section 3.1.1.3.2.1.1: match-length codes 0-31 are length - 3; above, baseline + bits.
+CS_HD inline u32 ml_base(u32 code) {
+  static constexpr u32 k[53] = {3,   4,   5,   6,    7,    8,    9,    10,    11,    12,    13,    14,   15,  16,
+                         17,  18,  19,  20,   21,   22,   23,   24,    25,    26,    27,    28,   29,  30,
+                         31,  32,  33,  34,   35,   37,   39,   41,    43,    47,    51,    59,   67,  83,
+                         99,  131, 259, 515,  1027, 2051, 4099, 8195,  16387, 32771, 65539};
+  return k[code];
+}
+CS_HD inline u32 ml_bits(u32 code) {
+  static constexpr u8 k[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                        0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  return k[code];
+}
+
+// Builds (or, in Repeat_Mode, keeps) the decoding table of one sequence code (section
+// 3.1.1.3.2.1): Predefined_Mode (0) the default distribution, RLE_Mode (1) one symbol
+// byte, FSE_Compressed_Mode (2) a table description, Repeat_Mode (3) the table of the
+// previous block of this frame. *used is the bytes of src it took.
+template <class Team>
+CS_HD DecodeStatus build_sequence_table(const Team& team, u32 mode, const u8* src, std::size_t n, u32 max_symbol,
+                                        u32 max_log, const short* default_norm, u32 default_count,
+                                        u32 default_log, ZstdWorkspace* ws, FseEntry* table, u32* log, u32* valid,
+                                        std::size_t* used) {
+  *used = 0;
+  if (mode == 3) {
+    CS_ZSTD_REQUIRE(*valid != 0, kCorrupt);
+    return DecodeStatus::kOk;
+  }
+  const short* norm = default_norm;
+  u32 count = default_count, al = default_log;
+  if (mode == 1) {
+    CS_ZSTD_REQUIRE(n >= 1, kCorrupt);
+    CS_ZSTD_REQUIRE(src[0] <= max_symbol, kCorrupt);
+    team.sync();  // no member may still read the old table
+    if (team.rank() == 0) build_rle_table(src[0], table);
+    team.sync();
+    *log = 0;
+    *valid = 1;
+    *used = 1;
+    return DecodeStatus::kOk;
+  }
+  if (mode == 2) {
+    CS_ZSTD_TRY(read_fse_description(src, n, max_symbol, max_log, ws->norm, &count, &al, used));
+    norm = ws->norm;
+  }
+  team.sync();
+  bool bad = false;
+  if (team.rank() == 0) bad = build_fse_table(norm, count, al, table, ws->next) != DecodeStatus::kOk;
+  if (team.any(bad)) return DecodeStatus::kCorrupt;
+  *log = al;
+  *valid = 1;
+  return DecodeStatus::kOk;
+}
+
+// Repeat offsets (section 3.1.2.5), carried from block to block within a frame.
+struct RepeatOffsets {
+  u64 rep[3];
+};
+
+// Copies n bytes between non-overlapping ranges, split over the team.
+template <class Team>
+CS_HD void team_copy(const Team& team, u8* d, const u8* s, std::size_t n) {
+#if !CS_DEVICE_PASS
+  if (team.size() == 1) {
+    if (n) __builtin_memcpy(d, s, n);
+    return;
+  }
+#endif
+  for (std::size_t i = team.rank(); i < n; i += team.size()) d[i] = s[i];
+}
+
+// The match copy of section 3.1.2: n bytes from `off` bytes back, where the source may
+// overlap the destination (off < n repeats the last `off` bytes). Byte i of the match equals
+// byte (i mod off) of the source, which lies wholly before d, so members need not wait on one
+// another within one match.
+template <class Team>
+CS_HD void team_match_copy(const Team& team, u8* d, std::size_t off, std::size_t n) {
+  const u8* s = d - off;
+  if (team.size() == 1) {
+#if !CS_DEVICE_PASS
+    if (off >= n) {
+      if (n) __builtin_memcpy(d, s, n);
+      return;
+    }
+#endif
+    for (std::size_t i = 0; i < n; ++i) d[i] = s[i];  // forward byte copy repeats the period
+    return;
+  }
+  if (off >= n) {
+    for (std::size_t i = team.rank(); i < n; i += team.size()) d[i] = s[i];
+  } else {
+    for (std::size_t i = team.rank(); i < n; i += team.size()) d[i] = s[i % off];
+  }
+}
+
+// Decodes the sequences section src[0, n) (the rest of the block after the literals) and
+// executes every sequence into out (the frame's output; *pos bytes of it are written and
+// `cap` are available). A block produces at most kBlockSizeMax bytes.
+template <class Team>
+CS_HD DecodeStatus decode_and_execute_sequences(const Team& team, const u8* src, std::size_t n, const Literals& lits,
+                                                ZstdWorkspace* ws, RepeatOffsets* reps, u8* out, std::size_t cap,
+                                                std::size_t* pos) {
+  // Section 3.1.1.3.2.1: Number_of_Sequences in 1-3 bytes.
+  CS_ZSTD_REQUIRE(n >= 1, kCorrupt);
+  std::size_t p = 0;
+  u32 nb_seq = src[0];
+  if (nb_seq < 128) {
+    p = 1;
+  } else if (nb_seq < 255) {
+    CS_ZSTD_REQUIRE(n >= 2, kCorrupt);
+    nb_seq = ((nb_seq - 128) << 8) + src[1];
+    p = 2;
+  } else {
+    CS_ZSTD_REQUIRE(n >= 3, kCorrupt);
+    nb_seq = load_le16(src + 1) + 0x7F00;
+    p = 3;
+  }
+  const std::size_t block_start = *pos;
+  std::size_t o = *pos;
+  std::size_t lit_pos = 0;
+  if (nb_seq == 0) {
+    // No sequences: the section ends here and the block is its literals.
+    CS_ZSTD_REQUIRE(p == n, kCorrupt);
+  } else {
+    CS_ZSTD_REQUIRE(p < n, kCorrupt);
+    const u32 modes = src[p++];
+    CS_ZSTD_REQUIRE((modes & 3) == 0, kCorrupt);  // reserved bits
+    std::size_t used = 0;
+    // The table descriptions follow in the order literal lengths, offsets, match lengths.
+    CS_ZSTD_TRY(build_sequence_table(team, modes >> 6, src + p, n - p, kLlMaxSymbol, kLlMaxLog, ll_default_norm(), 36,
+                                     kLlDefaultLog, ws, ws->ll, &ws->ll_log, &ws->ll_valid, &used));
+    p += used;
+    CS_ZSTD_TRY(build_sequence_table(team, (modes >> 4) & 3, src + p, n - p, kOfMaxSymbol, kOfMaxLog,
+                                     of_default_norm(), 29, kOfDefaultLog, ws, ws->of, &ws->of_log, &ws->of_valid,
+                                     &used));
+    p += used;
+    CS_ZSTD_TRY(build_sequence_table(team, (modes >> 2) & 3, src + p, n - p, kMlMaxSymbol, kMlMaxLog,
+                                     ml_default_norm(), 53, kMlDefaultLog, ws, ws->ml, &ws->ml_log, &ws->ml_valid,
+                                     &used));
+    p += used;
+    CS_ZSTD_REQUIRE(p < n, kCorrupt);
+    // Section 3.1.1.3.2.2: a backward stream; initial states in the order LL, OF, ML.
+    BackwardBits bits;
+    CS_ZSTD_TRY(bits.init(src + p, n - p));
+    u32 ll_state = static_cast<u32>(bits.read(ws->ll_log));
+    u32 of_state = static_cast<u32>(bits.read(ws->of_log));
+    u32 ml_state = static_cast<u32>(bits.read(ws->ml_log));
+    const FseEntry* llt = ws->ll;
+    const FseEntry* oft = ws->of;
+    const FseEntry* mlt = ws->ml;
+    std::size_t visible = o;  // every member sees out[0, visible)
+    for (u32 i = 0; i < nb_seq; ++i) {
+      const FseEntry lle = llt[ll_state], ofe = oft[of_state], mle = mlt[ml_state];
+      // Extra bits in the order offset, match length, literal length.
+      const u32 of_code = ofe.symbol;
+      const u64 of_value = (u64(1) << of_code) + bits.read(of_code);
+      const std::size_t ml = ml_base(mle.symbol) + static_cast<std::size_t>(bits.read(ml_bits(mle.symbol)));
+      const std::size_t ll = ll_base(lle.symbol) + static_cast<std::size_t>(bits.read(ll_bits(lle.symbol)));
+      if (i + 1 < nb_seq) {  // state updates in the order LL, ML, OF; none after the last
+        ll_state = lle.base + static_cast<u32>(bits.read(lle.nbits));
+        ml_state = mle.base + static_cast<u32>(bits.read(mle.nbits));
+        of_state = ofe.base + static_cast<u32>(bits.read(ofe.nbits));
+      }
+      CS_ZSTD_REQUIRE(!bits.overflow, kCorrupt);
+      // Section 3.1.2.5: values 1-3 name repeat offsets (shifted by one when the literal
+      // length is 0, where value 3 means rep1 - 1); larger values are offset + 3. The used
+      // offset moves to the front of the repeat list.
+      u64 offset;
+      if (of_value > 3) {
+        offset = of_value - 3;
+        reps->rep[2] = reps->rep[1];
+        reps->rep[1] = reps->rep[0];
+        reps->rep[0] = offset;
+      } else {
+        const u32 idx = static_cast<u32>(of_value) - 1 + (ll == 0 ? 1 : 0);
+        if (idx == 0) {
+          offset = reps->rep[0];
+        } else if (idx == 1) {
+          offset = reps->rep[1];
+          reps->rep[1] = reps->rep[0];
+          reps->rep[0] = offset;
+        } else {
+          offset = idx == 2 ? reps->rep[2] : reps->rep[0] - 1;
+          CS_ZSTD_REQUIRE(offset != 0, kCorrupt);
+          reps->rep[2] = reps->rep[1];
+          reps->rep[1] = reps->rep[0];
+          reps->rep[0] = offset;
+        }
+      }
+      // Execution: ll literals, then ml bytes from `offset` back, within this frame.
+      CS_ZSTD_REQUIRE(ll <= lits.size - lit_pos, kCorrupt);
+      CS_ZSTD_REQUIRE(o - block_start + ll + ml <= kBlockSizeMax, kCorrupt);
+      CS_ZSTD_REQUIRE(ll + ml <= cap - o, kWrongSize);
+      team_copy(team, out + o, lits.data + lit_pos, ll);
+      lit_pos += ll;
+      o += ll;
+      CS_ZSTD_REQUIRE(offset <= o, kCorrupt);
+      const std::size_t off = static_cast<std::size_t>(offset);
+      // The match reads out[o - off, o - off + min(ml, off)); wait for the team if any of
+      // that was written since the last barrier.
+      if (o - off + (ml < off ? ml : off) > visible) {
+        team.sync();
+        visible = o;
+      }
+      team_match_copy(team, out + o, off, ml);
+      o += ml;
+    }
+    CS_ZSTD_REQUIRE(bits.finished_exactly(), kCorrupt);
+  }
+  // The literals left after the last sequence end the block.
+  const std::size_t rest = lits.size - lit_pos;
+  CS_ZSTD_REQUIRE(o - block_start + rest <= kBlockSizeMax, kCorrupt);
+  CS_ZSTD_REQUIRE(rest <= cap - o, kWrongSize);
+  team_copy(team, out + o, lits.data + lit_pos, rest);
+  o += rest;
+  team.sync();
+  *pos = o;
+  return DecodeStatus::kOk;
+}
+
+}  // namespace cubestream::codec::logic::zstd

@@ -1,0 +1,333 @@
+// The shared (host + GPU) Zstandard decoder in src/codec/logic/zstd, run on the host:
+// byte-exact differential tests against libzstd's compressor over levels, frame options,
+// data kinds and sizes; statuses for dictionaries, checksums and sizes; and thousands of
+// seeded mutated and truncated frames that must give a non-ok status or libzstd's bytes
+// (run it in the ASan build too: any out-of-bounds access fails there).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/xxhash64.hpp"
+#include "codec_test_util.hpp"
+#include "zstd_test_data.hpp"
+
+namespace {
+
+namespace zl = cubestream::codec::logic::zstd;
+using cubestream::codec::logic::DecodeStatus;
+using cubestream::codec::logic::decode_status_name;
+using namespace cs_zstd_test;
+
+// Decodes into a heap buffer of exactly `size` bytes (so AddressSanitizer sees any write
+// past it) with a fresh heap workspace.
+DecodeStatus shared_decode(const Bytes& enc, std::size_t size, Bytes* out, bool verify = true) {
+  static std::unique_ptr<zl::ZstdWorkspace> ws(new zl::ZstdWorkspace);
+  std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size ? size : 1]);
+  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[enc.size() ? enc.size() : 1]);
+  if (!enc.empty()) std::memcpy(src.get(), enc.data(), enc.size());
+  const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), enc.size(), dst.get(), size, ws.get(), verify);
+  out->assign(dst.get(), dst.get() + size);
+  return s;
+}
+
+std::string status(DecodeStatus s) { return decode_status_name(s); }
+
+// Decodes with the shared decoder and expects exactly `want`.
+void expect_decodes(const Bytes& enc, const Bytes& want) {
+  Bytes got;
+  const DecodeStatus s = shared_decode(enc, want.size(), &got);
+  ASSERT_EQ(status(s), "ok");
+  ASSERT_TRUE(got == want) << "decoded bytes differ (first at "
+                           << (std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin()) << ")";
+}
+
+int g_cases = 0;  // differential cases run, printed at the end of the big sweep
+
+TEST(ZstdLogic, Xxh64CheckValues) {
+  const std::uint8_t* none = reinterpret_cast<const std::uint8_t*>("");
+  EXPECT_EQ(zl::xxh64(none, 0, 0), 0xEF46DB3751D8E999ull);
+  EXPECT_EQ(zl::xxh64(reinterpret_cast<const std::uint8_t*>("a"), 1, 0), 0xD24EC4F1A98C6E5Bull);
+  // Every tail length and the stripe loop: checked through libzstd's frame checksums, which
+  // are the low 32 bits of the same hash.
+  for (std::size_t n : {1u, 3u, 4u, 7u, 8u, 31u, 32u, 33u, 63u, 64u, 100u, 1000u}) {
+    const Bytes src = cs_codec_test::random_bytes(n, 7 + static_cast<std::uint32_t>(n));
+    const Bytes enc = zstd_frame(src, {1, true, true});
+    const std::uint32_t stored = zl::load_le32(enc.data() + enc.size() - 4);
+    EXPECT_EQ(static_cast<std::uint32_t>(zl::xxh64(src.data(), n, 0)), stored) << n;
+  }
+}
+
+TEST(ZstdLogic, EveryLevelEveryDataKind) {
+  std::vector<int> levels;
+  for (int l = -5; l <= 19; ++l) levels.push_back(l);
+  levels.push_back(22);
+  int combo = 0;
+  for (const auto& kind : cs_codec_test::kDataKinds) {
+    for (int level : levels) {
+      for (std::size_t n : {std::size_t(1000), std::size_t(300 * 1024 + 7)}) {
+        if (level >= 17 && n > 100000) n = 160 * 1024 + 3;  // slow levels: still two blocks
+        const Bytes src = kind.make(n);
+        const ZstdOptions o{level, combo % 2 == 0, (combo / 2) % 2 == 0};
+        ++combo;
+        SCOPED_TRACE(std::string(kind.name) + " n=" + std::to_string(n) + " level " + std::to_string(level) +
+                     " content_size " + std::to_string(o.content_size) + " checksum " + std::to_string(o.checksum));
+        expect_decodes(zstd_frame(src, o), src);
+        ++g_cases;
+      }
+    }
+  }
+  std::printf("[ZstdLogic] %d level x data-kind differential cases byte-exact\n", combo);
+}
+
+TEST(ZstdLogic, Era5LikeMultiMegabyteFields) {
+  for (int level : {1, 3, 5, 9}) {
+    const Bytes src = era5_bytes(4u << 20, 11 + level);  // 4 MiB: 32 blocks of 128 KiB
+    SCOPED_TRACE("level " + std::to_string(level));
+    expect_decodes(zstd_plain(src, level), src);
+    ++g_cases;
+  }
+  const Bytes big = era5_bytes(9u << 20, 5);
+  expect_decodes(zstd_frame(big, {3, false, true}), big);
+  expect_decodes(zstd_frame(big, {-3, true, true}), big);
+  g_cases += 2;
+}
+
+TEST(ZstdLogic, LongDistanceMatchingAndUltra) {
+  // 6 MiB where the second half repeats the first 3 MiB back: only long-distance matching
+  // (or a 2^23+ window) finds it.
+  Bytes a = era5_bytes(3u << 20, 21);
+  Bytes src = a;
+  src.insert(src.end(), a.begin(), a.end());
+  for (int level : {1, 3, 19}) {
+    SCOPED_TRACE("ldm level " + std::to_string(level));
+    const Bytes enc = zstd_frame(src, {level, true, level == 3, true, 27});
+    EXPECT_LT(enc.size(), src.size() * 3 / 4);  // the repeat was found
+    expect_decodes(enc, src);
+    ++g_cases;
+  }
+  const Bytes ultra_src = era5_bytes(1u << 20, 3);
+  expect_decodes(zstd_frame(ultra_src, {22, true, true}), ultra_src);
+  expect_decodes(zstd_frame(ultra_src, {22, false, false, false, 27}), ultra_src);
+  g_cases += 2;
+}
+
+TEST(ZstdLogic, StreamedFramesWithoutContentSizeAndSmallBlocks) {
+  const Bytes src = cs_codec_test::quantised_bytes(700 * 1024 + 11);
+  for (std::size_t piece : {std::size_t(333), std::size_t(5000), std::size_t(50000)}) {
+    for (int level : {1, 7}) {
+      SCOPED_TRACE("piece " + std::to_string(piece) + " level " + std::to_string(level));
+      const Bytes enc = zstd_streamed(src, level, piece, piece == 5000);
+      ASSERT_EQ(ZSTD_getFrameContentSize(enc.data(), enc.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+      expect_decodes(enc, src);
+      ++g_cases;
+    }
+  }
+}
+
+TEST(ZstdLogic, SeveralFramesAndSkippableFrames) {
+  const Bytes a = cs_codec_test::climate_bytes(40000), b = cs_codec_test::random_bytes(3000);
+  const Bytes c = cs_codec_test::repetitive_bytes(300000);
+  const Bytes enc = cat({skippable(0, cs_codec_test::random_bytes(17)), zstd_frame(a, {1, true, true}),
+                         zstd_frame(b, {-3, false, false}), skippable(15, {}), zstd_streamed(c, 9, 7000, true),
+                         skippable(7, cs_codec_test::random_bytes(5)), zstd_frame({}, {3, true, true})});
+  expect_decodes(enc, cat({a, b, c}));
+  Bytes got;
+  EXPECT_EQ(status(shared_decode(enc, a.size() + b.size() + c.size() - 1, &got)), "wrong size");
+  EXPECT_EQ(status(shared_decode(enc, a.size() + b.size() + c.size() + 1, &got)), "wrong size");
+  // only skippable frames, and no input at all: nothing decoded
+  expect_decodes(skippable(3, cs_codec_test::random_bytes(9)), {});
+  expect_decodes({}, {});
+  // a skippable frame claiming more than there is
+  Bytes cut = skippable(1, cs_codec_test::random_bytes(30));
+  cut.resize(20);
+  EXPECT_EQ(status(shared_decode(cut, 0, &got)), "corrupt");
+  g_cases += 3;
+}
+
+TEST(ZstdLogic, EmptyOneByteIncompressibleRepetitive) {
+  for (bool cs : {true, false}) {
+    for (bool ck : {true, false}) {
+      expect_decodes(zstd_frame({}, {3, cs, ck}), {});
+      expect_decodes(zstd_frame({42}, {3, cs, ck}), {42});
+      Bytes got;
+      EXPECT_EQ(status(shared_decode(zstd_frame({42}, {3, cs, ck}), 0, &got)), "wrong size");
+      g_cases += 2;
+    }
+  }
+  const Bytes rnd = cs_codec_test::random_bytes(1u << 20, 99);  // raw blocks
+  expect_decodes(zstd_frame(rnd, {3, true, true}), rnd);
+  const Bytes zeros(3u << 20, 0);  // RLE blocks
+  const Bytes enc = zstd_frame(zeros, {3, true, true});
+  EXPECT_LT(enc.size(), 200u);
+  expect_decodes(enc, zeros);
+  Bytes rep = cs_codec_test::repetitive_bytes(2u << 20, 5);
+  for (int level : {-5, 1, 19}) expect_decodes(zstd_frame(rep, {level, true, false}), rep);
+  g_cases += 5;
+}
+
+TEST(ZstdLogic, RealClimateDataFromTheDemoStore) {
+  // data/demo holds CMIP5 fields as a Zarr v2 store compressed with blosc-lz4; decode each
+  // chunk with the library's blosc codec and compress it with zstd at several levels.
+  const std::string dir = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no demo store at " << dir;
+  auto blosc = cs_codec_test::make_b2b("blosc");
+  Bytes all;
+  int chunks = 0;
+  for (const char* var : {"tas", "uas", "vas"}) {
+    for (int t = 0; t < 12; ++t) {
+      const std::string path = dir + "/" + var + "/" + std::to_string(t) + ".0.0";
+      if (!std::filesystem::exists(path)) continue;
+      const Bytes enc = cs_codec_test::read_file(path);
+      const Bytes raw = cs_codec_test::decode(*blosc, enc, 96 * 192 * 4);
+      ASSERT_EQ(raw.size(), 96u * 192u * 4u);
+      all.insert(all.end(), raw.begin(), raw.end());
+      ++chunks;
+    }
+  }
+  ASSERT_GT(chunks, 0);
+  for (int level : {1, 3, 5, 12, 19}) {
+    SCOPED_TRACE("level " + std::to_string(level));
+    expect_decodes(zstd_plain(all, level), all);
+    const Bytes one(all.begin(), all.begin() + 96 * 192 * 4);
+    expect_decodes(zstd_plain(one, level), one);
+    g_cases += 2;
+  }
+}
+
+TEST(ZstdLogic, DictionaryFramesSayNeedsADictionary) {
+  Bytes samples;
+  std::vector<std::size_t> sizes;
+  for (int i = 0; i < 200; ++i) {
+    const Bytes s = cs_codec_test::repetitive_bytes(600, 100 + i);
+    samples.insert(samples.end(), s.begin(), s.end());
+    sizes.push_back(s.size());
+  }
+  Bytes dict(2048);
+  const std::size_t dn = ZDICT_trainFromBuffer(dict.data(), dict.size(), samples.data(), sizes.data(),
+                                               static_cast<unsigned>(sizes.size()));
+  ASSERT_FALSE(ZDICT_isError(dn)) << ZDICT_getErrorName(dn);
+  dict.resize(dn);
+  const Bytes src = cs_codec_test::repetitive_bytes(10000, 9);
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  Bytes enc(ZSTD_compressBound(src.size()));
+  const std::size_t n =
+      ZSTD_compress_usingDict(cctx, enc.data(), enc.size(), src.data(), src.size(), dict.data(), dict.size(), 3);
+  ZSTD_freeCCtx(cctx);
+  ASSERT_FALSE(ZSTD_isError(n));
+  enc.resize(n);
+  ASSERT_NE(ZSTD_getDictID_fromFrame(enc.data(), enc.size()), 0u);
+  Bytes got;
+  EXPECT_EQ(status(shared_decode(enc, src.size(), &got)), "needs a dictionary");
+}
+
+TEST(ZstdLogic, ChecksumMismatchOnlyWhenVerifying) {
+  const Bytes src = era5_bytes(500000, 4);
+  Bytes enc = zstd_frame(src, {3, true, true});
+  enc[enc.size() - 2] ^= 0x10;  // the stored checksum
+  Bytes got;
+  EXPECT_EQ(status(shared_decode(enc, src.size(), &got, true)), "checksum mismatch");
+  EXPECT_EQ(status(shared_decode(enc, src.size(), &got, false)), "ok");
+  EXPECT_TRUE(got == src);
+  // the content changed instead (a raw block's byte): the checksum catches it
+  Bytes rnd = cs_codec_test::random_bytes(5000, 8);
+  Bytes enc2 = zstd_frame(rnd, {3, true, true});
+  enc2[enc2.size() - 100] ^= 1;
+  EXPECT_EQ(status(shared_decode(enc2, rnd.size(), &got, true)), "checksum mismatch");
+}
+
+TEST(ZstdLogic, HeaderErrors) {
+  const Bytes src = cs_codec_test::climate_bytes(50000);
+  const Bytes enc = zstd_frame(src, {3, true, false});
+  Bytes got;
+  Bytes bad = enc;
+  bad[0] ^= 1;  // magic
+  EXPECT_EQ(status(shared_decode(bad, src.size(), &got)), "corrupt");
+  // a window over 2^31 (allowed by the format, refused by libzstd): unsupported, as on the CPU
+  const Bytes streamed = zstd_streamed(src, 3, 10000, false);  // has a Window_Descriptor
+  bad = streamed;
+  bad[5] = 0xF8;  // exponent 31: windowLog 41
+  EXPECT_EQ(status(shared_decode(bad, src.size(), &got)), "unsupported feature");
+  bad = enc;
+  bad[4] |= 0x08;  // reserved descriptor bit
+  EXPECT_EQ(status(shared_decode(bad, src.size(), &got)), "corrupt");
+  // a reserved block type (3) in the first block header
+  zl::FrameHeader h;
+  ASSERT_EQ(status(zl::parse_frame_header(enc.data(), enc.size(), &h)), "ok");
+  bad = enc;
+  bad[h.header_bytes] |= 0x06;
+  EXPECT_EQ(status(shared_decode(bad, src.size(), &got)), "corrupt");
+  // content size larger than the output: wrong size before anything is decoded
+  EXPECT_EQ(status(shared_decode(enc, src.size() - 1, &got)), "wrong size");
+  for (std::size_t cut : {std::size_t(1), std::size_t(4), std::size_t(5), h.header_bytes, h.header_bytes + 2,
+                          enc.size() / 2, enc.size() - 1}) {
+    Bytes t(enc.begin(), enc.begin() + cut);
+    EXPECT_NE(status(shared_decode(t, src.size(), &got)), "ok") << cut;
+  }
+}
+
+// Thousands of seeded damaged frames: flipped bits, random bytes, truncations, inserted and
+// deleted bytes. The decoder must return a status and, when it says ok, match libzstd.
+TEST(ZstdLogic, MutatedAndTruncatedFramesNeverMisbehave) {
+  std::vector<std::pair<Bytes, std::size_t>> seeds;  // (frame, decoded size)
+  int k = 0;
+  for (const auto& kind : cs_codec_test::kDataKinds) {
+    for (int level : {-3, 1, 3, 9, 19}) {
+      const Bytes src = kind.make(level == 19 ? 20000 : 70000 + 13 * k);
+      seeds.emplace_back(zstd_frame(src, {level, k % 2 == 0, k % 3 == 0}), src.size());
+      ++k;
+    }
+  }
+  const Bytes era = era5_bytes(200000, 3);
+  seeds.emplace_back(zstd_streamed(era, 5, 30000, true), era.size());
+  std::mt19937 rng(20261117);
+  int ok = 0, rejected = 0, lenient = 0, runs = 0;
+  for (int iter = 0; iter < 6000; ++iter) {
+    const auto& [frame, size] = seeds[iter % seeds.size()];
+    Bytes m = frame;
+    const int kind = static_cast<int>(rng() % 6);
+    const std::size_t at = rng() % m.size();
+    switch (kind) {
+      case 0: m[at] ^= static_cast<std::uint8_t>(1u << (rng() % 8)); break;
+      case 1: for (int j = 0; j < 4; ++j) m[rng() % m.size()] = static_cast<std::uint8_t>(rng()); break;
+      case 2: m.resize(at); break;
+      case 3: m.insert(m.begin() + at, static_cast<std::uint8_t>(rng())); break;
+      case 4: m.erase(m.begin() + at); break;
+      case 5: m[at % 40] = static_cast<std::uint8_t>(rng()); break;  // headers, literals section
+    }
+    // sometimes the output size is off as well
+    const std::size_t out_size = (rng() % 8 == 0) ? size + (rng() % 3) - 1 : size;
+    Bytes ours, ref;
+    const bool verify = rng() % 2 == 0;
+    const DecodeStatus s = shared_decode(m, out_size, &ours, verify);
+    const char* why = "";
+    const bool ref_ok = libzstd_decode(m, out_size, &ref, &why);
+    ++runs;
+    if (s == DecodeStatus::kOk) {
+      ++ok;
+      if (ref_ok) {
+        ASSERT_TRUE(ours == ref) << "iteration " << iter << ": ok, but bytes differ from libzstd";
+      } else {
+        // Accepted where libzstd refuses: only a checksum we were told not to check may do that.
+        ++lenient;
+        EXPECT_FALSE(verify) << "iteration " << iter << ": accepted a frame libzstd refuses (" << why
+                             << "), mutation " << kind << " at " << at << " of " << frame.size();
+      }
+    } else {
+      ++rejected;
+    }
+  }
+  std::printf("[ZstdLogic] %d damaged frames: %d decoded (%d where libzstd refused), %d rejected\n", runs, ok,
+              lenient, rejected);
+  EXPECT_GT(rejected, runs / 2);
+}
+
+TEST(ZstdLogic, CaseCount) { std::printf("[ZstdLogic] %d differential cases outside the level sweep\n", g_cases); }
+
+}  // namespace

@@ -1,0 +1,237 @@
+// The batched GPU Zstandard decoder (src/cuda/zstd). With a GPU: a mixed batch (levels,
+// sizes, checksums, several and skippable frames, no content size) must decode to libzstd's
+// bytes, and damaged, wrongly sized and dictionary frames must get the same per-buffer status
+// as the shared decoder run on the host, while the buffers around them decode right. Without
+// a visible GPU these tests skip; a build without CUDA checks that the API says so.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codec/codec_test_util.hpp"
+#include "codec/logic/zstd/decoder.hpp"
+#include "codec/zstd_test_data.hpp"
+#include "cubestream/error.hpp"
+#include "cuda/zstd/zstd_batch.hpp"
+
+#ifdef CUBESTREAM_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+using cubestream::codec::logic::DecodeStatus;
+using cubestream::codec::logic::decode_status_name;
+using namespace cs_zstd_test;
+namespace zl = cubestream::codec::logic::zstd;
+
+#ifndef CUBESTREAM_WITH_CUDA
+
+TEST(ZstdBatch, BuiltWithoutCudaSaysSo) {
+  try {
+    cubestream::cuda::zstd_batch_decode(nullptr, nullptr, nullptr, nullptr, nullptr, 1, nullptr, 0, false, nullptr);
+    FAIL() << "expected an error";
+  } catch (const cubestream::Error& e) {
+    EXPECT_EQ(e.code(), cubestream::ErrorCode::kUnsupported);
+  }
+}
+
+#else
+
+bool gpu_visible() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+#define CHECK_CUDA(x) ASSERT_EQ((x), cudaSuccess) << #x
+
+struct Case {
+  std::string name;
+  Bytes enc;
+  std::size_t out_size;
+  Bytes want;  // expected bytes when the host decoder says ok
+};
+
+// The shared decoder on the host: the oracle for statuses.
+DecodeStatus host_status(const Bytes& enc, std::size_t size, bool verify) {
+  static std::unique_ptr<zl::ZstdWorkspace> ws(new zl::ZstdWorkspace);
+  std::vector<std::uint8_t> out(size + 1);
+  return zl::zstd_decompress(zl::SerialTeam{}, enc.data(), enc.size(), out.data(), size, ws.get(), verify);
+}
+
+std::vector<Case> mixed_batch() {
+  std::vector<Case> cs;
+  const auto add = [&](std::string name, Bytes enc, Bytes want) {
+    const std::size_t n = want.size();
+    cs.push_back({std::move(name), std::move(enc), n, std::move(want)});
+  };
+  int seed = 1;
+  for (int level : {-5, -1, 1, 2, 3, 4, 5, 9, 15, 19, 22}) {
+    for (std::size_t n : {std::size_t(1), std::size_t(4000), std::size_t(65536), std::size_t(300000)}) {
+      const Bytes src = era5_bytes(n, seed++);
+      add("era5 l" + std::to_string(level) + " n" + std::to_string(n),
+          zstd_frame(src, {level, seed % 2 == 0, seed % 3 == 0}), src);
+    }
+  }
+  const Bytes big = era5_bytes(4u << 20, 77);
+  add("era5 4MiB l1", zstd_plain(big, 1), big);
+  add("era5 4MiB l3 checksum", zstd_frame(big, {3, true, true}), big);
+  for (const auto& kind : cs_codec_test::kDataKinds) {
+    const Bytes src = kind.make(200000);
+    add(std::string(kind.name) + " l3", zstd_plain(src, 3), src);
+    add(std::string(kind.name) + " streamed", zstd_streamed(src, 5, 20000, true), src);
+  }
+  const Bytes a = cs_codec_test::climate_bytes(40000), b = cs_codec_test::random_bytes(3000);
+  add("several+skippable",
+      cat({skippable(0, cs_codec_test::random_bytes(17)), zstd_frame(a, {1, true, true}), skippable(15, {}),
+           zstd_frame(b, {-3, false, false})}),
+      cat({a, b}));
+  add("empty frame", zstd_frame({}, {3, true, true}), {});
+  add("zeros (RLE blocks)", zstd_plain(Bytes(1u << 20, 0), 3), Bytes(1u << 20, 0));
+  const Bytes ldm_half = era5_bytes(1u << 20, 5);
+  const Bytes ldm = cat({ldm_half, ldm_half});
+  add("ldm", zstd_frame(ldm, {3, true, false, true, 24}), ldm);
+  // damaged ones: statuses must match the host decoder's
+  std::mt19937 rng(4);
+  for (int i = 0; i < 24; ++i) {
+    const Bytes src = era5_bytes(100000 + 1000 * i, 200 + i);
+    Bytes enc = zstd_frame(src, {1 + i % 5, true, i % 2 == 0});
+    if (i % 3 == 0) {
+      enc[rng() % enc.size()] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+    } else if (i % 3 == 1) {
+      enc.resize(rng() % enc.size());
+    } else {
+      enc[enc.size() - 1 - rng() % 8] ^= 0xFF;
+    }
+    cs.push_back({"damaged " + std::to_string(i), std::move(enc), src.size(), src});
+  }
+  {
+    const Bytes src = era5_bytes(50000, 9);
+    Bytes enc = zstd_frame(src, {3, true, true});
+    enc[enc.size() - 1] ^= 0x55;
+    cs.push_back({"flipped checksum", enc, src.size(), src});
+    cs.push_back({"one byte short", zstd_plain(src, 3), src.size() - 1, src});
+    cs.push_back({"one byte long", zstd_plain(src, 3), src.size() + 1, src});
+    Bytes dict_frame = zstd_plain(src, 3);
+    dict_frame[4] |= 0x01;  // Dictionary_ID_Flag 1: the next byte becomes a dictionary ID
+    cs.push_back({"dictionary id", dict_frame, src.size(), src});
+  }
+  return cs;
+}
+
+void run_batch(const std::vector<Case>& cases, bool verify, std::size_t scratch_bytes_override) {
+  const std::size_t n = cases.size() + 1;  // plus one skipped (size 0) entry at the end
+  std::vector<void*> d_src(n, nullptr), d_dst(n, nullptr);
+  std::vector<std::size_t> src_sizes(n, 0), dst_sizes(n, 0);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    src_sizes[i] = cases[i].enc.size();
+    dst_sizes[i] = cases[i].out_size;
+    CHECK_CUDA(cudaMalloc(&d_src[i], cases[i].enc.size() + 1));
+    CHECK_CUDA(cudaMalloc(&d_dst[i], cases[i].out_size + 1));
+    CHECK_CUDA(cudaMemcpy(d_src[i], cases[i].enc.data(), cases[i].enc.size(), cudaMemcpyHostToDevice));
+  }
+  void **dd_src, **dd_dst;
+  std::size_t *d_src_sizes, *d_dst_sizes;
+  DecodeStatus* d_status;
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dd_src), n * sizeof(void*)));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dd_dst), n * sizeof(void*)));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&d_src_sizes), n * sizeof(std::size_t)));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&d_dst_sizes), n * sizeof(std::size_t)));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&d_status), n * sizeof(DecodeStatus)));
+  CHECK_CUDA(cudaMemcpy(dd_src, d_src.data(), n * sizeof(void*), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dd_dst, d_dst.data(), n * sizeof(void*), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_src_sizes, src_sizes.data(), n * sizeof(std::size_t), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_dst_sizes, dst_sizes.data(), n * sizeof(std::size_t), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemset(d_status, 0x7F, n * sizeof(DecodeStatus)));  // sentinel: must survive for the skipped entry
+  const std::size_t scratch =
+      scratch_bytes_override ? scratch_bytes_override : cubestream::cuda::zstd_batch_scratch_bytes(n);
+  void* d_scratch;
+  CHECK_CUDA(cudaMalloc(&d_scratch, scratch));
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  cubestream::cuda::zstd_batch_decode(dd_src, d_src_sizes, dd_dst, d_dst_sizes, d_status, n, d_scratch, scratch,
+                                      verify, stream);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<DecodeStatus> st(n);
+  CHECK_CUDA(cudaMemcpy(st.data(), d_status, n * sizeof(DecodeStatus), cudaMemcpyDeviceToHost));
+  std::uint32_t sentinel;
+  std::memset(&sentinel, 0x7F, 4);
+  EXPECT_EQ(static_cast<std::uint32_t>(st[n - 1]), sentinel) << "the skipped entry's status was written";
+  int ok = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const DecodeStatus want = host_status(c.enc, c.out_size, verify);
+    EXPECT_EQ(std::string(decode_status_name(st[i])), decode_status_name(want)) << c.name;
+    if (st[i] == DecodeStatus::kOk && want == DecodeStatus::kOk) {
+      Bytes got(c.out_size);
+      CHECK_CUDA(cudaMemcpy(got.data(), d_dst[i], c.out_size, cudaMemcpyDeviceToHost));
+      Bytes ref;
+      ASSERT_TRUE(libzstd_decode(c.enc, c.out_size, &ref)) << c.name;
+      EXPECT_TRUE(got == ref) << c.name << ": GPU bytes differ from libzstd";
+      ++ok;
+    }
+  }
+  std::printf("[ZstdBatch] %zu buffers, %d decoded byte-exact, scratch %zu bytes\n", cases.size(), ok, scratch);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    cudaFree(d_src[i]);
+    cudaFree(d_dst[i]);
+  }
+  cudaFree(dd_src);
+  cudaFree(dd_dst);
+  cudaFree(d_src_sizes);
+  cudaFree(d_dst_sizes);
+  cudaFree(d_status);
+  cudaFree(d_scratch);
+  cudaStreamDestroy(stream);
+}
+
+TEST(ZstdBatch, MixedBatchMatchesLibzstdAndHostStatuses) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  // the statuses we mean to exercise are there
+  int names[8] = {};
+  for (const auto& c : cases) names[static_cast<int>(host_status(c.enc, c.out_size, true))]++;
+  EXPECT_GT(names[static_cast<int>(DecodeStatus::kOk)], 60);
+  EXPECT_GT(names[static_cast<int>(DecodeStatus::kCorrupt)], 0);
+  EXPECT_GT(names[static_cast<int>(DecodeStatus::kWrongSize)], 0);
+  EXPECT_GT(names[static_cast<int>(DecodeStatus::kDictionary)], 0);
+  EXPECT_GT(names[static_cast<int>(DecodeStatus::kChecksumMismatch)], 0);
+  run_batch(cases, true, 0);
+  run_batch(cases, false, 0);
+}
+
+TEST(ZstdBatch, SmallScratchSharesWarps) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  // room for three workspaces only: three warps take turns over the whole batch
+  const std::size_t three = cubestream::cuda::zstd_batch_min_scratch_bytes() +
+                            2 * (cubestream::cuda::zstd_batch_scratch_bytes(2) -
+                                 cubestream::cuda::zstd_batch_scratch_bytes(1));
+  run_batch(cases, true, three);
+}
+
+TEST(ZstdBatch, RejectsTooSmallScratch) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  void* p = nullptr;
+  CHECK_CUDA(cudaMalloc(&p, 1024));
+  try {
+    cubestream::cuda::zstd_batch_decode(reinterpret_cast<const void* const*>(p), static_cast<std::size_t*>(p),
+                                        reinterpret_cast<void* const*>(p), static_cast<std::size_t*>(p),
+                                        static_cast<DecodeStatus*>(p), 1, p, 1024, false, nullptr);
+    ADD_FAILURE() << "expected an error";
+  } catch (const cubestream::Error& e) {
+    EXPECT_EQ(e.code(), cubestream::ErrorCode::kInvalidArgument);
+  }
+  cudaFree(p);
+}
+
+#endif
+
+}  // namespace

@@ -1,0 +1,68 @@
+// libFuzzer harness for the host build of the shared Zstandard decoder
+// (src/codec/logic/zstd/decoder.hpp, the logic the GPU kernels run).
+//
+// Input layout (the 3-byte prefix of the codec harnesses, tests/fuzz/seed_corpus.py):
+// bytes 0-1 an output size / 16 (little-endian), byte 2 flags: bit 0 verify the checksum,
+// bit 1 take the output size from the frames' content sizes instead (when they all have
+// one, up to 4 MiB) so that valid seeds decode fully. The rest is the input. Output and
+// input are heap buffers of exactly their size, so AddressSanitizer reports any access past
+// them. When both the shared decoder and libzstd succeed, their bytes must be equal.
+#include <zstd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "codec/logic/zstd/decoder.hpp"
+
+namespace zl = cubestream::codec::logic::zstd;
+using cubestream::codec::logic::DecodeStatus;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 3) return 0;
+  std::size_t out_size = (std::size_t(data[0]) | (std::size_t(data[1]) << 8)) * 16;
+  const bool verify = data[2] & 1;
+  const std::uint8_t* in = data + 3;
+  const std::size_t n = size - 3;
+  if (data[2] & 2) {
+    // the sum of the frames' content sizes, when every frame states one
+    unsigned long long total = 0;
+    std::size_t pos = 0;
+    bool known = true;
+    while (known && pos < n) {
+      const std::size_t f = ZSTD_findFrameCompressedSize(in + pos, n - pos);
+      if (ZSTD_isError(f)) break;
+      const bool skippable = f >= 4 && in[pos + 3] == 0x18 && in[pos + 2] == 0x4D && in[pos + 1] == 0x2A &&
+                             (in[pos] & 0xF0) == 0x50;  // magic 0x184D2A5?
+      if (skippable) {
+        pos += f;  // skippable: no content
+        continue;
+      }
+      const unsigned long long c = ZSTD_getFrameContentSize(in + pos, f);
+      if (c == ZSTD_CONTENTSIZE_ERROR || c == ZSTD_CONTENTSIZE_UNKNOWN) known = false;
+      else total += c;
+      pos += f;
+    }
+    if (known && total <= (4u << 20)) out_size = static_cast<std::size_t>(total);
+  }
+  static zl::ZstdWorkspace* ws = new zl::ZstdWorkspace;
+  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[n]);
+  if (n) std::memcpy(src.get(), in, n);
+  std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_size]);
+  const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), n, out.get(), out_size, ws, verify);
+  if (s != DecodeStatus::kOk) return 0;
+  // libzstd, frame by frame, into the same size
+  std::unique_ptr<std::uint8_t[]> ref(new std::uint8_t[out_size]);
+  std::size_t pos = 0, written = 0;
+  while (pos < n) {
+    const std::size_t f = ZSTD_findFrameCompressedSize(in + pos, n - pos);
+    if (ZSTD_isError(f)) return 0;
+    const std::size_t r = ZSTD_decompress(ref.get() + written, out_size - written, in + pos, f);
+    if (ZSTD_isError(r)) return 0;
+    written += r;
+    pos += f;
+  }
+  if (written != out_size || (out_size && std::memcmp(ref.get(), out.get(), out_size) != 0)) std::abort();
+  return 0;
+}
