@@ -172,6 +172,30 @@ TEST(ZstdLogic, EmptyOneByteIncompressibleRepetitive) {
   g_cases += 5;
 }
 
+// libzstd writes Huffman weights as direct 4-bit values (RFC 8878 section 4.2.1.1, header
+// byte >= 128) when the alphabet is small and FSE would not save space: random bytes over 16
+// symbols. The test checks that the first block really uses that form.
+TEST(ZstdLogic, DirectHuffmanWeights) {
+  int direct = 0;
+  for (unsigned alphabet : {3u, 16u, 20u, 60u, 100u}) {
+    Bytes src = cs_codec_test::random_bytes(200000, alphabet);
+    for (auto& b : src) b = static_cast<std::uint8_t>(b % alphabet);
+    const Bytes enc = zstd_frame(src, {3, true, true});
+    zl::FrameHeader h;
+    ASSERT_EQ(status(zl::parse_frame_header(enc.data(), enc.size(), &h)), "ok");
+    const std::uint8_t* block = enc.data() + h.header_bytes + 3;
+    const unsigned lit_type = block[0] & 3, size_format = (block[0] >> 2) & 3;
+    if (lit_type == 2) {
+      const std::size_t lit_header = size_format <= 1 ? 3 : size_format == 2 ? 4 : 5;
+      if (block[lit_header] >= 128) ++direct;
+    }
+    SCOPED_TRACE("alphabet " + std::to_string(alphabet));
+    expect_decodes(enc, src);
+    ++g_cases;
+  }
+  EXPECT_GT(direct, 0) << "no frame used direct 4-bit Huffman weights";
+}
+
 TEST(ZstdLogic, RealClimateDataFromTheDemoStore) {
   // data/demo holds CMIP5 fields as a Zarr v2 store compressed with blosc-lz4; decode each
   // chunk with the library's blosc codec and compress it with zstd at several levels.
