@@ -187,9 +187,9 @@ void bind_loader(py::module_& m) {
                                                                            : std::string("cpu");
                              })
       .def("__dlpack__", &to_dlpack, py::arg("stream") = py::none())
-      .def("__dlpack_device__", [](const ExportedTensor& e) {
-        return e.tensor.device == DeviceKind::kCuda ? py::make_tuple(static_cast<int>(kDLCUDA), e.tensor.device_index)
-                                                    : py::make_tuple(static_cast<int>(kDLCPU), 0);
+      .def("__dlpack_device__", [](const ExportedTensor& e) -> py::tuple {
+        const bool cuda = e.tensor.device == DeviceKind::kCuda;
+        return py::make_tuple(static_cast<int>(cuda ? kDLCUDA : kDLCPU), cuda ? e.tensor.device_index : 0);
       })
       .def("synchronize", [](const ExportedTensor& e) {
         if (e.ready_event) cuda::event_synchronize(e.ready_event.get());
