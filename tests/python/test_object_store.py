@@ -77,8 +77,9 @@ def _same(a, b):
 
 
 def test_open_consolidated_group_over_http(http_root):
-    remote = cubestream.open(http_root + "/cmip5_2005.zarr")
-    local = cubestream.open(DEMO)
+    assert isinstance(cubestream.open(http_root + "/cmip5_2005.zarr"), cubestream.Dataset)
+    remote = cubestream.open_group(http_root + "/cmip5_2005.zarr")
+    local = cubestream.open_group(DEMO)
     assert isinstance(remote, cubestream.Group)
     assert remote.consolidated
     names = remote.all_array_paths()
@@ -100,7 +101,7 @@ def test_sharded_arrays_over_http(http_root):
 
 def test_http_errors_are_cubestream_errors(http_root, monkeypatch):
     with pytest.raises(cubestream.CubestreamError) as e:
-        cubestream.open(http_root + "/sharded.zarr").array_names()
+        cubestream.open_group(http_root + "/sharded.zarr").array_names()
     assert e.value.code == "unsupported"
     with pytest.raises(cubestream.CubestreamError) as e:
         cubestream.open(http_root + "/absent.zarr")
