@@ -88,6 +88,11 @@ void stream_wait_event(void* stream, void* event, int device) {
   CS_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
+void copy_to_host(void* dst, const void* src, std::size_t bytes, int device) {
+  use(device);
+  CS_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
 void event_synchronize(void* event) { CS_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
 
 }  // namespace cubestream::cuda

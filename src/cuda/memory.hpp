@@ -27,5 +27,7 @@ void record_event(void* event, void* stream, int device);
 // Makes later work on `stream` wait for `event`; the host does not block.
 void stream_wait_event(void* stream, void* event, int device);
 void event_synchronize(void* event);
+// Synchronous device-to-host copy (tests and diagnostics).
+void copy_to_host(void* dst, const void* src, std::size_t bytes, int device);
 
 }  // namespace cubestream::cuda

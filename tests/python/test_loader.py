@@ -137,14 +137,35 @@ def _random_config(rng):
     return cfg
 
 
-def test_batches_equal_numpy_reference(stores):
+def _devices():
+    out = ["cpu"]
+    try:
+        import torch
+        if torch.cuda.is_available():
+            out.append("cuda")
+    except ImportError:
+        pass
+    return out
+
+
+def _to_numpy(t):
+    """A batch tensor as NumPy: CPU arrays as they are, torch CUDA tensors copied back."""
+    if isinstance(t, np.ndarray):
+        return t
+    return t.cpu().numpy()
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_batches_equal_numpy_reference(stores, device):
     rng = random.Random(3)
     checked = 0
     for round_ in range(25):
         cfg = _random_config(rng)
         static = cfg.pop("static_variables", [])
+        dtype = rng.choice(["float32", "float16"])
         loader = cubestream.Loader(stores["main"], static=stores["static"] if static else None,
-                                   static_variables=static, output="numpy", **cfg)
+                                   static_variables=static, output="numpy" if device == "cpu" else "torch",
+                                   device=device, dtype=dtype, **cfg)
         dims = loader.dims
         layout = loader.sample_dims
         extent = {d: cfg["patch"].get(d, 1 if d in cfg["batch_dims"] else n) for d, n in dims}
@@ -162,14 +183,16 @@ def test_batches_equal_numpy_reference(stores):
                     steps_in, steps_out = [None], []
                 want = _reference_sample(stores["ref"], dims, extent, layout, cfg["variables"], cfg.get("select", {}), static,
                                          cfg.get("normalisation", {}), cfg.get("nan_fill"), start, steps_in, window)
-                got = b["inputs"][i]
+                got = _to_numpy(b["inputs"])[i]
+                want = want.astype(dtype)
                 assert got.shape == want.shape, (round_, got.shape, want.shape)
                 np.testing.assert_array_equal(got, want, err_msg=f"round {round_}")
                 if steps_out:
                     want_t = _reference_sample(stores["ref"], dims, extent, layout, cfg["variables"], cfg.get("select", {}), static,
                                                cfg.get("normalisation", {}), cfg.get("nan_fill"), start, steps_out,
                                                window)
-                    np.testing.assert_array_equal(b["targets"][i], want_t, err_msg=f"round {round_} targets")
+                    np.testing.assert_array_equal(_to_numpy(b["targets"])[i], want_t.astype(dtype),
+                                                  err_msg=f"round {round_} targets")
                 checked += 1
         assert n_batches == len(loader)
     assert checked > 200
@@ -293,3 +316,25 @@ def test_stats_command_and_stored_normalisation(stores, tmp_path):
     for c in range(2):
         assert np.nanmean(x[:, 0, c]) == pytest.approx(0, abs=1e-5)
         assert np.nanstd(x[:, 0, c]) == pytest.approx(1, abs=1e-5)
+
+
+def test_cupy_and_jax_take_cuda_batches(stores):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    kw = dict(window={"inputs": [0], "targets": [1]}, batch_size=2, shuffle="sample", seed=1)
+    want = [b["inputs"].copy() for b in cubestream.Loader(stores["main"], ["t2m"], output="numpy", **kw)]
+    tried = 0
+    for name in ("cupy", "jax"):
+        try:
+            __import__(name)
+        except ImportError:
+            continue
+        tried += 1
+        got = [np.asarray(b["inputs"].get() if name == "cupy" else b["inputs"])
+               for b in cubestream.Loader(stores["main"], ["t2m"], device="cuda", output=name, **kw)]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    if not tried:
+        pytest.skip("neither CuPy nor JAX is installed")
