@@ -28,7 +28,7 @@ if [ "$PART" = 1 ]; then
   rc=$?; log "build rc=$rc"; [ $rc -eq 0 ] || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
   log "gtest: GPU suites, shared decoder logic, loader"
   timeout 240 "$BUILD"/tests/cubestream_tests \
-    --gtest_filter='Gpu*:Zstd*:Lz4*:Blosc*:Loader*:Selection*:Sampler*' >"$OUT/gtest.log" 2>&1
+    --gtest_filter="${GTEST_FILTER:-Gpu*:Zstd*:Lz4*:Blosc*:Loader*:Selection*:Sampler*}" >"$OUT/gtest.log" 2>&1
   log "gtest rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$OUT/gtest.log" | head -30
   log "loader benchmark"
   PYTHONPATH=$PWD/$BUILD/python timeout 420 python3 bench/loader_bench.py --store "$STORE" --make-store \

@@ -98,12 +98,12 @@ def run_torch_loader(path, n_time, workers, epochs, batch):
     return rates
 
 
-def run_cubestream(path, epochs, batch, threads, prefetch, train=False):
+def run_cubestream(path, epochs, batch, threads, prefetch, train=False, decode="cpu"):
     import torch
     import cubestream
     ld = cubestream.Loader(path, VARS, window={"inputs": [0], "targets": [1]}, batch_size=batch, shuffle="sample",
                            drop_last=True, device="cuda", threads=threads, prefetch=prefetch,
-                           memory_limit=24 << 30, trace=train)
+                           memory_limit=24 << 30, trace=train, decode=decode)
     model = None
     if train:
         c = len(VARS)
@@ -136,12 +136,12 @@ def run_cubestream(path, epochs, batch, threads, prefetch, train=False):
     return rates, waits, ld.stats()
 
 
-def check_equal(path):
+def check_equal(path, decode):
     """The CUDA loader's batches equal the CPU loader's, bit for bit."""
     import torch
     import cubestream
     kw = dict(window={"inputs": [0], "targets": [1]}, batch_size=4, shuffle="sample", seed=3)
-    gpu = cubestream.Loader(path, VARS[:2], device="cuda", **kw)
+    gpu = cubestream.Loader(path, VARS[:2], device="cuda", decode=decode, **kw)
     cpu = cubestream.Loader(path, VARS[:2], device="cpu", **kw)
     for i, (a, b) in enumerate(zip(gpu, cpu)):
         if not torch.equal(a["inputs"].cpu(), b["inputs"]) or not torch.equal(a["targets"].cpu(), b["targets"]):
@@ -168,12 +168,16 @@ def main():
     import torch
     results = {"machine": torch.cuda.get_device_name(0), "cores": os.cpu_count(), "store": a.store,
                "variables": len(VARS), "batch": a.batch, "date": time.strftime("%Y-%m-%d")}
-    results["cuda_equals_cpu"] = check_equal(a.store)
-    print("cuda batches equal cpu batches:", results["cuda_equals_cpu"], flush=True)
+    for decode in ("cpu", "gpu"):
+        results[f"cuda_equals_cpu_decode_{decode}"] = check_equal(a.store, decode)
+        print(f"cuda batches (decode={decode}) equal cpu batches:", results[f"cuda_equals_cpu_decode_{decode}"], flush=True)
+    skip = set(a.skip.split(","))
     r, w, st = run_cubestream(a.store, a.epochs, a.batch, a.threads, a.prefetch)
     results["cubestream"] = {"rates": r, "stats": st}
     print("cubestream", r, flush=True)
-    skip = set(a.skip.split(","))
+    r, w, st = run_cubestream(a.store, a.epochs, a.batch, a.threads, a.prefetch, decode="gpu")
+    results["cubestream-gpu-decode"] = {"rates": r, "stats": st}
+    print("cubestream-gpu-decode", r, st.get("decode_path"), st.get("units_gpu_decoded"), flush=True)
     for n in (8, 16):
         if f"ts{n}" in skip:
             continue
@@ -184,12 +188,14 @@ def main():
         r = run_torch_loader(a.store, a.timesteps, 0, 1, a.batch)
         results["per-sample"] = {"rates": r}
         print("per-sample", r, flush=True)
-    r, w, st = run_cubestream(a.store, a.epochs, a.batch, a.threads, a.prefetch, train=True)
-    results["cubestream+train"] = {"rates": r, "wait_per_batch_s": w, "stats": st}
-    print("cubestream+train", r, "wait/batch", w, flush=True)
+    for decode in ("cpu", "gpu"):
+        r, w, st = run_cubestream(a.store, a.epochs, a.batch, a.threads, a.prefetch, train=True, decode=decode)
+        results[f"cubestream-{decode}-decode+train"] = {"rates": r, "wait_per_batch_s": w, "stats": st}
+        print(f"cubestream-{decode}-decode+train", r, "wait/batch", w, flush=True)
     rows = []
     base = statistics.median(x[1] for x in results["ts-dataloader-16"]["rates"]) if "ts-dataloader-16" in results else None
-    for k in ("cubestream", "ts-dataloader-8", "ts-dataloader-16", "per-sample", "cubestream+train"):
+    for k in ("cubestream", "cubestream-gpu-decode", "ts-dataloader-8", "ts-dataloader-16", "per-sample",
+              "cubestream-cpu-decode+train", "cubestream-gpu-decode+train"):
         if k not in results:
             continue
         bps = statistics.median(x[0] for x in results[k]["rates"])

@@ -72,6 +72,13 @@ namespace cubestream {
 
 enum class OutputDType { kFloat32, kBFloat16, kFloat16 };
 enum class DeviceKind { kCpu, kCuda };
+// Where chunks are decoded when the batches go to a GPU (device = kCuda):
+//  kAuto: on the GPU for every variable whose codec the GPU decoders take (blosc, lz4, zstd
+//         after `bytes`), on the host for the others; assembly then runs on the GPU too.
+//  kGpu:  like kAuto, but a variable the GPU path cannot take is refused at construction.
+//  kCpu:  decode and assemble on the host, copy the finished batch (the CPU-decode path).
+// Both paths give the same bits. With device = kCpu only kCpu / kAuto are valid.
+enum class DecodeBackend { kAuto, kCpu, kGpu };
 
 struct LoaderConfig {
   // The sampler's dims may be left empty: the loader then takes the dims shared by every
@@ -93,6 +100,11 @@ struct LoaderConfig {
   std::uint64_t memory_limit = 0;
   // Record a trace of every stage (trace_json()); costs a little time per task.
   bool trace = false;
+  // Decode backend (see DecodeBackend); kAuto may be overridden by CUBESTREAM_DECODE=cpu|gpu.
+  DecodeBackend decode = DecodeBackend::kAuto;
+  // Device memory for decoded units kept between batches (GPU decode only).
+  // 0: CUBESTREAM_GPU_CACHE, else 2 GiB.
+  std::uint64_t gpu_cache_bytes = 0;
 };
 
 // A batch tensor's storage. Host memory (pinned when the loader feeds a GPU) or device memory.
@@ -147,6 +159,9 @@ struct LoaderStats {
   std::uint64_t memory_peak = 0;         // most host bytes held at once (see Memory)
   std::uint64_t memory_limit = 0;
   std::uint64_t cache_bytes = 0;         // held by the cache now
+  std::uint64_t units_gpu_decoded = 0;   // units decoded by the GPU decoders
+  std::uint64_t units_gpu_fallback = 0;  // units the GPU left to the host decoder
+  std::string decode_path;               // "cpu", or "gpu" with the host-decoded variables named
   nlohmann::json to_json() const;
 };
 

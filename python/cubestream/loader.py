@@ -24,6 +24,11 @@ DLPack without a copy: ``output="torch"`` (default when torch is importable), ``
 ``"jax"``, ``"numpy"`` (CPU only) or ``"dlpack"`` (the raw objects, which implement
 ``__dlpack__``). CUDA tensors are stream-ordered: the consumer's current stream waits on the
 loader's copy, nothing blocks the host.
+
+With ``device="cuda"`` chunks are decoded on the GPU where the codec allows (blosc, lz4, zstd;
+``decode="auto"``, the default) and the batch is assembled there, so decoded data never crosses
+PCIe; ``decode="cpu"`` decodes and assembles on the host and copies finished batches;
+``decode="gpu"`` refuses variables the GPU path cannot take. Both give the same bits.
 """
 import json as _json
 import os as _os
@@ -91,7 +96,7 @@ class Loader:
                  select=None, static=None, static_variables=None, normalisation=None, nan_fill=None,
                  dtype="float32", device="cpu", batch_size=1, shuffle="none", buffer_size=16, seed=0,
                  drop_last=False, rank=0, world_size=1, dims=None, chunks=None, threads=0, prefetch=2,
-                 memory_limit=0, trace=False, output=None, time_dim="time"):
+                 memory_limit=0, trace=False, output=None, time_dim="time", decode="auto", gpu_cache_bytes=0):
         kind, index = _device(device)
         if isinstance(variables, str):
             variables = [variables]
@@ -110,7 +115,8 @@ class Loader:
             "shuffle": shuffle, "seed": int(seed), "buffer_size": int(buffer_size), "batch_size": int(batch_size),
             "drop_last": bool(drop_last), "rank": int(rank), "world_size": int(world_size), "dtype": dtype,
             "device": kind, "device_index": index, "threads": int(threads), "prefetch": int(prefetch),
-            "memory_limit": int(memory_limit), "trace": bool(trace),
+            "memory_limit": int(memory_limit), "trace": bool(trace), "decode": decode,
+            "gpu_cache_bytes": int(gpu_cache_bytes),
         }
         if chunks:
             cfg["chunks"] = dict(chunks)

@@ -132,6 +132,12 @@ LoaderConfig config_from_json(const nlohmann::json& j) {
   c.prefetch = j.value("prefetch", 2);
   c.memory_limit = j.value("memory_limit", std::uint64_t{0});
   c.trace = j.value("trace", false);
+  const std::string decode = j.value("decode", "auto");
+  if (decode == "auto") c.decode = DecodeBackend::kAuto;
+  else if (decode == "cpu") c.decode = DecodeBackend::kCpu;
+  else if (decode == "gpu") c.decode = DecodeBackend::kGpu;
+  else throw Error(ErrorCode::kInvalidArgument, "decode must be \"auto\", \"cpu\" or \"gpu\", not \"" + decode + "\"");
+  c.gpu_cache_bytes = j.value("gpu_cache_bytes", std::uint64_t{0});
   return c;
 }
 

@@ -88,6 +88,34 @@ void stream_wait_event(void* stream, void* event, int device) {
   CS_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
+void* alloc_device_async(std::size_t bytes, void* stream, int device) {
+  use(device);
+  void* p = nullptr;
+  CS_CUDA_CHECK(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)));
+  return p;
+}
+
+void free_device_async(void* p, void* stream, int device) noexcept {
+  if (!p) return;
+  cudaSetDevice(device);
+  cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
+}
+
+void copy_device_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream, int device) {
+  use(device);
+  CS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+}
+
+void copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream, int device) {
+  use(device);
+  CS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream)));
+}
+
+void stream_synchronize(void* stream, int device) {
+  use(device);
+  CS_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
 void copy_to_host(void* dst, const void* src, std::size_t bytes, int device) {
   use(device);
   CS_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));

@@ -27,6 +27,12 @@ void record_event(void* event, void* stream, int device);
 // Makes later work on `stream` wait for `event`; the host does not block.
 void stream_wait_event(void* stream, void* event, int device);
 void event_synchronize(void* event);
+// Stream-ordered device memory (cudaMallocAsync / cudaFreeAsync from the device's pool).
+void* alloc_device_async(std::size_t bytes, void* stream, int device);
+void free_device_async(void* p, void* stream, int device) noexcept;
+void copy_device_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream, int device);
+void copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream, int device);
+void stream_synchronize(void* stream, int device);
 // Synchronous device-to-host copy (tests and diagnostics).
 void copy_to_host(void* dst, const void* src, std::size_t bytes, int device);
 

@@ -43,7 +43,10 @@ nlohmann::json LoaderStats::to_json() const {
           {"ready_queue_max", ready_queue_max},
           {"memory_peak", memory_peak},
           {"memory_limit", memory_limit},
-          {"cache_bytes", cache_bytes}};
+          {"cache_bytes", cache_bytes},
+          {"units_gpu_decoded", units_gpu_decoded},
+          {"units_gpu_fallback", units_gpu_fallback},
+          {"decode_path", decode_path}};
 }
 
 }  // namespace cubestream

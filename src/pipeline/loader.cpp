@@ -17,6 +17,7 @@
 #include "pipeline/assemble.hpp"
 #include "pipeline/batch_plan.hpp"
 #include "pipeline/buffer_pool.hpp"
+#include "pipeline/gpu_stage.hpp"
 #include "pipeline/memory_budget.hpp"
 #include "pipeline/trace.hpp"
 #include "pipeline/unit_cache.hpp"
@@ -99,12 +100,19 @@ struct Loader::Impl {
   };
 
   Impl(ConcatenatedTime source, LoaderConfig config, std::optional<Dataset> statics);
-  ~Impl() { stop_producer(); }
+  ~Impl() {
+    stop_producer();
+    gpu.reset();
+    if (copy_stream) cuda::destroy_stream(copy_stream, cfg.device_index);
+  }
 
   void start_producer(std::int64_t epoch, std::int64_t batch);
+  void setup_gpu_decode();
   void stop_producer();
   void produce(std::int64_t epoch, std::int64_t batch);
   Batch build(const EpochPlan& plan, std::int64_t index);
+  Batch build_on_gpu(Batch b, const pipeline::BatchPlan& bp, std::int64_t tb0);
+  void finish_batch(Batch& b, std::int64_t tb0);
   void run_task(const pipeline::UnitTask& task, void* in_ptr, void* tgt_ptr);
 
   LoaderConfig cfg;
@@ -119,6 +127,8 @@ struct Loader::Impl {
   std::unique_ptr<pipeline::UnitCache> cache;
   std::shared_ptr<pipeline::BufferPool> host_pool, device_pool;
   void* copy_stream = nullptr;
+  std::unique_ptr<pipeline::GpuStage> gpu;   // GPU decode + assembly (device kCuda)
+  std::string decode_path = "cpu";
 
   // Producer state.
   std::thread producer;
@@ -133,7 +143,7 @@ struct Loader::Impl {
 
   // Statistics.
   std::atomic<std::uint64_t> st_batches{0}, st_samples{0}, st_units{0}, st_missing{0}, st_hits{0}, st_fetched{0},
-      st_decoded{0}, st_delivered{0}, st_ready_max{0};
+      st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0};
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0};
   std::int64_t stats_origin = pipeline::now_ns();
 };
@@ -197,10 +207,57 @@ Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<D
     device_pool = pipeline::BufferPool::create(pipeline::MemoryKind::kDevice, batch_bytes, cfg.device_index,
                                                static_cast<std::size_t>(cfg.prefetch) + 2);
     copy_stream = cuda::create_stream(cfg.device_index);
+    setup_gpu_decode();
   } else {
+    if (cfg.decode == DecodeBackend::kGpu) refuse("decode on the GPU needs device cuda");
     host_pool = pipeline::BufferPool::create(pipeline::MemoryKind::kHost, batch_bytes, 0, 1);
   }
   start_producer(0, 0);
+}
+
+// Chooses the decode path for a GPU loader (see DecodeBackend) and builds the GPU stage.
+void Loader::Impl::setup_gpu_decode() {
+  DecodeBackend want = cfg.decode;
+  if (want == DecodeBackend::kAuto) {
+    if (const char* env = std::getenv("CUBESTREAM_DECODE")) {
+      const std::string v = env;
+      if (v == "cpu") want = DecodeBackend::kCpu;
+      else if (v == "gpu") want = DecodeBackend::kGpu;
+    }
+  }
+  if (want == DecodeBackend::kCpu) return;
+  std::string refusals;
+  bool any_gpu = false;
+  std::string host_decoded;
+  for (const auto& src : planner.sources()) {
+    if (auto why = pipeline::gpu_assemble_refusal(src, selection.sample_shape().size())) {
+      refusals += (refusals.empty() ? "" : "; ") + src.description + ": " + *why;
+      continue;
+    }
+    const pipeline::SourceRoute r = pipeline::route_of(src);
+    if (r.route == pipeline::UnitRoute::kHostDecode) {
+      if (want == DecodeBackend::kGpu) refusals += (refusals.empty() ? "" : "; ") + src.description + ": " + r.why;
+      host_decoded += (host_decoded.empty() ? "" : ", ") + src.description;
+    } else {
+      any_gpu = true;
+    }
+  }
+  if (!refusals.empty()) {
+    if (want == DecodeBackend::kGpu) refuse("decode on the GPU was asked for, but " + refusals);
+    return;  // kAuto: the CPU path serves everything
+  }
+  if (!any_gpu && want == DecodeBackend::kAuto) return;
+  std::uint64_t cache = cfg.gpu_cache_bytes;
+  if (cache == 0) {
+    cache = std::uint64_t{2} << 30;
+    if (const char* env = std::getenv("CUBESTREAM_GPU_CACHE")) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(env, &end, 10);
+      if (end != env && *end == '\0') cache = v;
+    }
+  }
+  gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, copy_stream, *budget, cache, false);
+  decode_path = host_decoded.empty() ? "gpu" : "gpu (host-decoded: " + host_decoded + ")";
 }
 
 void Loader::Impl::start_producer(std::int64_t epoch, std::int64_t batch) {
@@ -223,15 +280,10 @@ void Loader::Impl::stop_producer() {
   stopping = false;
   failed = nullptr;
   budget->reset_cancel();
-  if (copy_stream) {
-    cuda::destroy_stream(copy_stream, cfg.device_index);
-    copy_stream = nullptr;
-  }
 }
 
 void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
   try {
-    if (cfg.device == DeviceKind::kCuda && !copy_stream) copy_stream = cuda::create_stream(cfg.device_index);
     for (;;) {
       const EpochPlan plan = sampler.epoch(epoch);
       for (; batch < plan.len(); ++batch) {
@@ -363,6 +415,7 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
     trace.record("plan", tb0, tb1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
 
+  if (gpu) return build_on_gpu(std::move(b), bp, tb0);
   pipeline::PoolBlock hb = host_pool->take();
   if (hb.event_pending) {
     cuda::event_synchronize(hb.event);  // its previous copy to the GPU has finished
@@ -433,6 +486,12 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
     if (nt > 0) b.targets = make(host, tgt_ptr, tgt_shape);
   }
 
+  finish_batch(b, tb0);
+  return b;
+}
+
+// Time stamps of the samples and the batch's trace event.
+void Loader::Impl::finish_batch(Batch& b, std::int64_t tb0) {
   // Each sample's time stamp: the anchor with a window, else the first step of its region.
   const auto& sdims = selection.sampler_dims();
   std::int64_t time_k = -1;
@@ -447,7 +506,55 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
       b.time_ns.push_back(std::nullopt);
     }
   }
-  if (trace.enabled()) trace.record("batch", tb0, pipeline::now_ns(), "batch " + std::to_string(index));
+  if (trace.enabled()) trace.record("batch", tb0, pipeline::now_ns(), "batch " + std::to_string(b.index));
+}
+
+// The GPU-native path: units decoded on the GPU, the batch assembled there.
+Batch Loader::Impl::build_on_gpu(Batch b, const pipeline::BatchPlan& bp, std::int64_t tb0) {
+  const auto n = static_cast<std::int64_t>(b.samples.size());
+  pipeline::PoolBlock db = device_pool->take();
+  if (db.event_pending) {
+    cuda::stream_wait_event(copy_stream, db.event, cfg.device_index);
+    db.event_pending = false;
+  }
+  std::shared_ptr<TensorStorage> dev = device_pool->wrap(db);
+  auto* dbase = static_cast<std::uint8_t*>(db.data);
+  const auto nt = static_cast<std::int64_t>(sampler.target_regions(b.samples.front()).size());
+  pipeline::GpuStageStats gs;
+  {
+    pipeline::NvtxRange r("cubestream gpu decode+assemble");
+    const std::int64_t t0 = pipeline::now_ns();
+    gpu->run(bp, dbase, nt > 0 ? dbase + tgt_offset : nullptr, ThreadPool::shared(threads), threads, gs);
+    if (trace.enabled()) trace.record("gpu fetch+decode+assemble (enqueue)", t0, pipeline::now_ns());
+  }
+  st_units += gs.units;
+  st_missing += gs.missing;
+  st_hits += gs.hits;
+  st_fetched += gs.bytes_fetched;
+  st_decoded += gs.bytes_decoded;
+  st_gpu_decoded += gs.gpu_decoded;
+  st_gpu_fallback += gs.fallbacks;
+  ns_fetch += gs.ns_fetch;
+  ns_decode += gs.ns_decode;
+  ns_assemble += gs.ns_assemble;
+  void* ev = cuda::create_event(cfg.device_index);
+  const int dev_index = cfg.device_index;
+  b.ready_event = std::shared_ptr<void>(ev, [dev_index](void* e) { cuda::destroy_event(e, dev_index); });
+  cuda::record_event(ev, copy_stream, cfg.device_index);
+  auto make = [&](void* data, std::int64_t steps) {
+    Tensor t;
+    t.storage = dev;
+    t.data = data;
+    t.shape = {n, steps, selection.num_channels()};
+    for (auto e : selection.sample_shape()) t.shape.push_back(e);
+    t.dtype = cfg.dtype;
+    t.device = DeviceKind::kCuda;
+    t.device_index = cfg.device_index;
+    return t;
+  };
+  b.inputs = make(dbase, static_cast<std::int64_t>(sampler.input_regions(b.samples.front()).size()));
+  if (nt > 0) b.targets = make(dbase + tgt_offset, nt);
+  finish_batch(b, tb0);
   return b;
 }
 
@@ -563,13 +670,16 @@ LoaderStats Loader::stats() const {
   s.memory_peak = m.budget->peak();
   s.memory_limit = m.budget->limit();
   s.cache_bytes = m.cache->bytes();
+  s.units_gpu_decoded = m.st_gpu_decoded;
+  s.units_gpu_fallback = m.st_gpu_fallback;
+  s.decode_path = m.decode_path;
   return s;
 }
 
 void Loader::reset_stats() {
   Impl& m = *impl_;
   for (auto* c : {&m.st_batches, &m.st_samples, &m.st_units, &m.st_missing, &m.st_hits, &m.st_fetched, &m.st_decoded,
-                  &m.st_delivered, &m.st_ready_max})
+                  &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback})
     *c = 0;
   for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait}) *c = 0;
   m.stats_origin = pipeline::now_ns();

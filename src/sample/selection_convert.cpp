@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/float16_bits.hpp"
 #include "cubestream/error.hpp"
 #include "cubestream/selection.hpp"
 #include "zarr/cf_decode.hpp"
@@ -33,40 +34,9 @@ void decode_normalise(const void* raw, const DataType& dtype, std::size_t count,
   }
 }
 
-std::uint16_t float_to_bfloat16(float x) {
-  const auto bits = std::bit_cast<std::uint32_t>(x);
-  if (std::isnan(x)) return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // keep sign, quiet
-  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>((bits + rounding) >> 16);
-}
+std::uint16_t float_to_bfloat16(float x) { return core::bfloat16_bits(x); }
 
-std::uint16_t float_to_float16(float x) {
-  const auto bits = std::bit_cast<std::uint32_t>(x);
-  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
-  const std::uint32_t exp = (bits >> 23) & 0xFFu;
-  std::uint32_t mant = bits & 0x7FFFFFu;
-  if (exp == 0xFF) {  // inf or NaN
-    if (mant == 0) return sign | 0x7C00u;
-    return static_cast<std::uint16_t>(sign | 0x7E00u | (mant >> 13));
-  }
-  const int e = static_cast<int>(exp) - 127 + 15;  // biased half exponent
-  if (e >= 31) return sign | 0x7C00u;               // overflow (rounding cannot help)
-  if (e <= 0) {
-    // Subnormal half (or zero): value = m * 2^-24 with m = full mantissa >> shift.
-    if (e < -10) return sign;                        // below half the smallest subnormal
-    mant |= 0x800000u;                               // implicit bit
-    const int shift = 14 - e;                        // 14..24
-    std::uint32_t h = mant >> shift;
-    const std::uint32_t rem = mant & ((1u << shift) - 1);
-    const std::uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;  // may carry into the smallest normal: right
-    return static_cast<std::uint16_t>(sign | h);
-  }
-  std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
-  const std::uint32_t rem = mant & 0x1FFFu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry may give infinity: right
-  return static_cast<std::uint16_t>(sign | h);
-}
+std::uint16_t float_to_float16(float x) { return core::float16_bits(x); }
 
 float bfloat16_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
