@@ -134,7 +134,9 @@ struct Batch {
   // calendar time coordinate there.
   std::vector<std::optional<std::int64_t>> time_ns;
   // Makes work on `stream` (a cudaStream_t; 0 for the legacy default stream) wait until the
-  // batch is on the GPU. No-op for CPU batches. Does not block the host.
+  // batch is on the GPU. No-op for CPU batches. Does not block the host. The stream must
+  // outlive the batch's tensors: their buffers return to the loader's pool ordered after the
+  // work queued on it.
   void wait_on(void* stream) const;
   // Blocks the calling thread until the batch is on the GPU (tests and simple consumers).
   void synchronize() const;

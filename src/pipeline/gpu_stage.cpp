@@ -179,8 +179,6 @@ std::uint8_t* GpuStage::pinned(std::size_t bytes, void*& buf, std::size_t& cap) 
 
 void GpuStage::run(const BatchPlan& plan, void* d_inputs, void* d_targets, ThreadPool& pool, int threads,
                    GpuStageStats& st) {
-  // The previous batch's copies and kernels are done: the staging and meta buffers are free.
-  cuda::stream_synchronize(stream_, device_);
   const auto& tasks = plan.tasks;
   const auto& sources = planner_.sources();
   std::vector<std::shared_ptr<DeviceUnit>> units(tasks.size());
@@ -233,6 +231,9 @@ void GpuStage::run(const BatchPlan& plan, void* d_inputs, void* d_targets, Threa
   }
   st.ns_fetch += ns_fetch;
   st.ns_decode += ns_host_decode;
+  // The fetch above overlapped the previous batch's assembly on the GPU; from here on the
+  // staging and meta buffers are reused, so that work must be done.
+  cuda::stream_synchronize(stream_, device_);
 
   // ---- layout of the staging area and of the two meta areas ----------------------------------
   std::size_t stage_bytes = 0;
