@@ -45,7 +45,7 @@ else
   timeout 150 "$BUILD"/gpu_zstd_bench --big 256 --small 1024 --repeat 5 --levels 1,3,5 \
     --md "$OUT/gpu_zstd_bench.md" 2>"$OUT/zstd_bench.log"; log "rc=$?"; cat "$OUT/gpu_zstd_bench.md" | tail -30
   log "pytest (codecs, loader)"
-  PYTHONPATH=$PWD/$BUILD/python timeout 120 python3 -m pytest -q tests/python/test_codecs.py tests/python/test_loader.py \
+  CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python timeout 120 python3 -m pytest -q -rs tests/python/test_codecs.py tests/python/test_loader.py \
     >"$OUT/pytest.log" 2>&1; log "rc=$?"; tail -15 "$OUT/pytest.log"
   log "done part 2"
 fi
