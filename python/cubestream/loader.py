@@ -230,8 +230,26 @@ def _converter(output, kind):
 
 
 def torch_dataset(loader):
-    """A torch IterableDataset over the loader, for DataLoader(batch_size=None) and Lightning."""
+    """A torch IterableDataset over the loader, for DataLoader(batch_size=None) and Lightning.
+
+    Its batches hold torch tensors only (what DataLoader's default conversion accepts): the
+    ``time`` entry becomes int64 nanoseconds since 1970-01-01 (NaT: the smallest int64), the
+    other per-sample entries int64 / bool tensors. Use it with ``num_workers=0``: the loader
+    has its own threads, and its batches are already tensors, on the GPU with device="cuda".
+    """
+    import numpy
+    import torch
     import torch.utils.data
+
+    def as_torch(batch):
+        out = {}
+        for k, v in batch.items():
+            if isinstance(v, numpy.ndarray):
+                if v.dtype.kind == "M":
+                    v = v.view("int64")
+                v = torch.from_numpy(v)
+            out[k] = v
+        return out
 
     class _CubestreamIterable(torch.utils.data.IterableDataset):
         def __init__(self, inner):
@@ -239,7 +257,7 @@ def torch_dataset(loader):
             self.loader = inner
 
         def __iter__(self):
-            return iter(self.loader)
+            return (as_torch(b) for b in self.loader)
 
         def __len__(self):
             return len(self.loader)

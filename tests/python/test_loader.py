@@ -314,8 +314,12 @@ def test_dlpack_numpy_and_torch(stores):
     ld = cubestream.Loader(stores["main"], ["t2m"], batch_size=2, window={"inputs": [0], "targets": [1]})
     ds = cubestream.torch_dataset(ld)
     dl = torch.utils.data.DataLoader(ds, batch_size=None)
-    n = sum(1 for _ in dl)
-    assert n == len(ds) == len(ld)
+    batches = list(dl)
+    assert len(batches) == len(ds) == len(ld)
+    first = batches[0]
+    assert isinstance(first["inputs"], torch.Tensor) and first["time"].dtype == torch.int64
+    assert int(first["time"][0]) == int(np.datetime64("2000-01-01T00:00", "ns").view("int64")) + \
+        int(first["anchor"][0]) * 6 * 3600 * 10**9
 
 
 def test_stats_command_and_stored_normalisation(stores, tmp_path):
