@@ -23,6 +23,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/nvtx_range.hpp"
 #include "cuda/decode/warp_copy.cuh"
 #include "cuda/decode/zstd_dispatch.hpp"
 
@@ -242,11 +243,12 @@ __global__ void __launch_bounds__(kThreads) blosc_unshuffle_kernel(DeviceBatch b
       for (std::size_t k = bs.bytes - bs.tail + threadIdx.x; k < bs.bytes; k += blockDim.x) dst[at + k] = stage[at + k];
       continue;
     }
-    // items split evenly over the threads; thread 0's range starts at item 0 and copies the tail
-    const std::size_t per = (bs.items + blockDim.x - 1) / blockDim.x;
-    const std::size_t begin = smin(bs.items, threadIdx.x * per);
-    const std::size_t end = smin(bs.items, begin + per);
-    if (begin < end || threadIdx.x == 0) logic::blosc_unshuffle_block_range(plan.h, j, bs, stage, dst, begin, end);
+    // items interleaved over the threads, so that neighbouring threads read neighbouring bytes
+    // of each plane (or row); whoever takes item 0 also copies the block's tail (thread 0 does
+    // it alone when there are no items: a block shorter than one element)
+    if (bs.items == 0 && threadIdx.x == 0) logic::blosc_unshuffle_block_range(plan.h, j, bs, stage, dst, 0, 0);
+    for (std::size_t item = threadIdx.x; item < bs.items; item += blockDim.x)
+      logic::blosc_unshuffle_block_range(plan.h, j, bs, stage, dst, item, item + 1);
   }
 }
 
@@ -272,6 +274,9 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
                   StreamHandle stream_handle) {
   const cudaStream_t stream = stream_handle;
   if (batch.num_buffers == 0) return;
+  const detail::NvtxRange range(codec == BatchCodec::kLz4     ? "cubestream::batch_decode(lz4)"
+                                : codec == BatchCodec::kBlosc ? "cubestream::batch_decode(blosc)"
+                                                              : "cubestream::batch_decode(zstd)");
   switch (codec) {
     case BatchCodec::kLz4: {
       check_scratch("lz4", sizeof(unsigned long long), scratch_bytes);
