@@ -370,6 +370,10 @@ TEST(GpuBatch, ShortScratchIsRefused) {
   REQUIRE_GPU();
   Batch b({Buf(40, 0)}, {100});
   expect_error(ErrorCode::kInvalidArgument, [&] { cuda::batch_decode(cuda::BatchCodec::kBlosc, b.b, nullptr, 0, nullptr); });
+  expect_error(ErrorCode::kInvalidArgument, [&] { cuda::batch_decode(cuda::BatchCodec::kLz4, b.b, nullptr, 0, nullptr); });
+  // an empty batch needs nothing and enqueues nothing
+  cuda::DeviceBatch empty;
+  cuda::batch_decode(cuda::BatchCodec::kBlosc, empty, nullptr, 0, nullptr);
 }
 
 // ---- filters ----------------------------------------------------------------------------------
