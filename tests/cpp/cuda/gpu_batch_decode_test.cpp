@@ -272,6 +272,7 @@ TEST(GpuBatch, BloscEveryLayoutMatchesTheCpu) {
   for (std::size_t i = 0; i < layouts.size() * 2; ++i) {
     const std::size_t n = i % 2 ? 300007 : 70000 + rng() % 5000;  // leftover blocks, odd tails
     data.push_back(kDataKinds[i % std::size(kDataKinds)].make(n));
+    data.back().resize(n);  // the float kinds round up to whole floats: keep the odd size
     enc.push_back(blosc_test_encode(data.back(), layouts[i / 2]));
     sizes.push_back(n);
     ASSERT_EQ(decode(*cpu, enc.back(), n), data.back()) << "the test encoder disagrees with the CPU codec";
