@@ -51,8 +51,9 @@ struct Lz4Sequence {
 
 // Reads an extended length: bytes are added until one that is not 255. Each byte consumes
 // input, so the total stays below 255 * in_size and cannot overflow a size_t.
-CS_HD inline bool lz4_read_length_ext(const std::uint8_t* in, std::size_t in_size, std::size_t* ip,
-                                      std::size_t* len) {
+CS_HD_TEMPLATE
+template <class Reader>
+CS_HD inline bool lz4_read_length_ext(Reader& in, std::size_t in_size, std::size_t* ip, std::size_t* len) {
   std::uint8_t b;
   do {
     if (*ip >= in_size) return false;
@@ -64,10 +65,12 @@ CS_HD inline bool lz4_read_length_ext(const std::uint8_t* in, std::size_t in_siz
 
 // Parses the sequence at input position *ip for an output position `op` of `out_cap`, checking
 // every length against both buffers and the offset against what has been written. On success
-// *ip moves past the sequence; *last says the block ends after its literals.
-CS_HD inline DecodeStatus lz4_read_sequence(const std::uint8_t* in, std::size_t in_size, std::size_t* ip,
-                                            std::size_t op, std::size_t out_cap, Lz4Sequence* s,
-                                            bool* last) {
+// *ip moves past the sequence; *last says the block ends after its literals. `in` is anything
+// with in[i] for i < in_size: the input pointer, or a staging window (Lz4StagedReader).
+CS_HD_TEMPLATE
+template <class Reader>
+CS_HD inline DecodeStatus lz4_read_sequence(Reader& in, std::size_t in_size, std::size_t* ip, std::size_t op,
+                                            std::size_t out_cap, Lz4Sequence* s, bool* last) {
   if (*ip >= in_size) return DecodeStatus::kCorrupt;
   const std::uint8_t token = in[(*ip)++];
   std::size_t lit = token >> 4;
@@ -100,8 +103,37 @@ CS_HD inline DecodeStatus lz4_read_sequence(const std::uint8_t* in, std::size_t 
   return DecodeStatus::kOk;
 }
 
+// Reads the input through a staging buffer of `cap` bytes (>= 32): a read outside the staged
+// window refills it starting at or up to 15 bytes before the byte asked for, so that the
+// window's start is 16-byte aligned in memory where the input allows (the GPU fills it with
+// 16-byte loads). The GPU keeps the window in shared memory: a refill brings 2 KiB in with a
+// few independent loads per lane instead of one dependent cache miss per 128 bytes, and the
+// parse then reads shared memory. `Fill` copies n bytes from src to the window.
+template <class Fill>
+struct Lz4StagedReader {
+  const std::uint8_t* src;
+  std::size_t size;
+  std::uint8_t* window;
+  std::size_t cap;
+  Fill fill;
+  std::size_t base = 0;
+  std::size_t len = 0;
+
+  CS_HD std::uint8_t operator[](std::size_t i) {
+    if (i - base >= len) {  // also when i < base: the difference wraps around
+      const std::size_t back = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(src + i) & 15u);
+      base = back <= i ? i - back : i;
+      len = size - base < cap ? size - base : cap;
+      fill(window, src + base, len);
+    }
+    return window[i - base];
+  }
+};
+
 // Copies for the host build, one thread.
 struct Lz4SerialCopier {
+  // The parse reads the input directly.
+  CS_HD const std::uint8_t* reader(const std::uint8_t* in, std::size_t) { return in; }
   CS_HD void literals(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
     for (std::size_t k = 0; k < n; ++k) dst[k] = src[k];
   }
@@ -118,7 +150,8 @@ struct Lz4SerialCopier {
 };
 
 // Decodes one block of in_size bytes into out (capacity out_cap); *produced receives the bytes
-// written (also on error: what was written before the failing sequence).
+// written (also on error: what was written before the failing sequence). The Copier supplies
+// reader(in, size) (what the parse reads through), literals() and match().
 // Status: kOk, kCorrupt (bad input), kWrongSize (would write more than out_cap).
 CS_HD_TEMPLATE
 template <class Copier>
@@ -128,10 +161,13 @@ CS_HD inline DecodeStatus lz4_decode_block_with(const std::uint8_t* in, std::siz
   *produced = 0;
   // an empty input is not a block (the empty block is the single token 0x00)
   if (in_size == 0) return DecodeStatus::kCorrupt;
+  // the parse reads through the copier's reader (direct, or staged); literals are copied
+  // from the input itself
+  auto rd = copy.reader(in, in_size);
   for (;;) {
     Lz4Sequence s;
     bool last = false;
-    const DecodeStatus st = lz4_read_sequence(in, in_size, &ip, op, out_cap, &s, &last);
+    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip, op, out_cap, &s, &last);
     if (st != DecodeStatus::kOk) {
       *produced = op;
       return st;

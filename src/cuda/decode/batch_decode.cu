@@ -2,17 +2,17 @@
 //
 // LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk, so a buffer
 // is one warp's work (lz4_batch_kernel): the lanes run the parse together and share the
-// copies (warp_copy.cuh). A batch of N buffers is N warps.
+// copies (warp_copy.cuh). A batch of N buffers is N warps' work, taken from a queue.
 //
 // blosc: blocks, and the streams of split blocks, are independent, so the work unit is one
 // stream and a batch of 256 chunks of 4 MB is ~4000-65000 units. Four launches, no host sync:
 //   blosc_plan_kernel       one thread per buffer: header, status, unit/block/staging counts
 //   blosc_scan_kernel       one block: exclusive prefix sums of the three counts
-//   blosc_unit_kernel       persistent warps over all units of the batch (a binary search of
-//                           the unit prefix finds a unit's buffer): decode one stream each
+//   blosc_unit_kernel       persistent warps taking the batch's units from a queue (a binary
+//                           search of the unit prefix finds a unit's buffer): one stream each
 //   blosc_unshuffle_kernel  persistent thread blocks over all blocks of shuffled buffers
-// Scratch (host-computable size, see blosc_scratch_layout): the plans, the three prefix
-// arrays, and a staging area as large as the decoded batch for the shuffled buffers.
+// Scratch (host-computable size, see blosc_scratch_layout): the queue counter, the plans, the
+// three prefix arrays, and a staging area as large as the decoded batch for shuffled buffers.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/nvtx_range.hpp"
 #include "cuda/decode/warp_copy.cuh"
 #include "cuda/decode/zstd_dispatch.hpp"
 
@@ -42,11 +43,23 @@ __device__ std::size_t smin(std::size_t a, std::size_t b) { return a < b ? a : b
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-unsigned persistent_blocks() {
-  int dev = 0, sms = 0;
+// Thread blocks of `kernel` that the GPU holds at once: a persistent grid of that many blocks
+// takes work from a queue until the batch is done (registers decide how many fit per SM).
+template <class Kernel>
+unsigned persistent_blocks(Kernel kernel) {
+  int dev = 0, sms = 0, per_sm = 0;
   CS_CUDA_CHECK(cudaGetDevice(&dev));
   CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return static_cast<unsigned>(std::max(1, sms) * kBlocksPerSm);
+  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  return static_cast<unsigned>(std::max(1, sms) * std::max(1, std::min(per_sm, kBlocksPerSm)));
+}
+
+// The next work item for this warp from a queue counter in device memory: lane 0 takes it, the
+// warp shares it (all lanes must agree: the copies synchronise the whole warp).
+__device__ unsigned long long next_item(unsigned long long* counter, unsigned lane) {
+  unsigned long long w = 0;
+  if (lane == 0) w = atomicAdd(counter, 1ull);
+  return __shfl_sync(detail::kFullMask, w, 0);
 }
 
 // Sets a buffer's status to `s` unless an earlier failure already set it (first one wins).
@@ -60,12 +73,13 @@ __device__ DecodeStatus load_status(const DecodeStatus* status) {
 
 // ---- LZ4 ---------------------------------------------------------------------------------
 
-__global__ void __launch_bounds__(kThreads) lz4_batch_kernel(DeviceBatch b) {
+// Buffers are taken from a queue (`counter`, zeroed before the launch), so warps that drew
+// small chunks take more of them.
+__global__ void __launch_bounds__(kThreads) lz4_batch_kernel(DeviceBatch b, unsigned long long* counter) {
+  __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
   const unsigned lane = threadIdx.x & 31u;
-  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * kWarpsPerBlock;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kWarpsPerBlock) + threadIdx.x / 32; i < b.num_buffers;
-       i += warps) {
-    WarpCopier copy{lane};
+  for (unsigned long long i = next_item(counter, lane); i < b.num_buffers; i = next_item(counter, lane)) {
+    WarpCopier copy{lane, windows[threadIdx.x / 32]};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (lane == 0) b.status[i] = st;
   }
@@ -74,6 +88,7 @@ __global__ void __launch_bounds__(kThreads) lz4_batch_kernel(DeviceBatch b) {
 // ---- blosc -------------------------------------------------------------------------------
 
 struct BloscScratch {
+  unsigned long long* next_unit;  // the unit queue's counter, zeroed before the unit kernel
   logic::BloscPlan* plans;
   unsigned long long* unit_off;   // N + 1
   unsigned long long* block_off;  // N + 1
@@ -83,12 +98,13 @@ struct BloscScratch {
 };
 
 struct BloscLayout {
-  std::size_t plans, unit_off, block_off, stage_off, stage, total;
+  std::size_t counter, plans, unit_off, block_off, stage_off, stage, total;
 };
 
 BloscLayout blosc_scratch_layout(std::size_t n, std::size_t total_decoded) {
   BloscLayout l{};
-  l.plans = 0;
+  l.counter = 0;
+  l.plans = align_up(sizeof(unsigned long long));
   l.unit_off = l.plans + align_up(n * sizeof(logic::BloscPlan));
   l.block_off = l.unit_off + align_up((n + 1) * sizeof(unsigned long long));
   l.stage_off = l.block_off + align_up((n + 1) * sizeof(unsigned long long));
@@ -162,12 +178,12 @@ __device__ std::size_t owner(const unsigned long long* off, std::size_t n, unsig
 }
 
 __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, BloscScratch s) {
+  __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
   const unsigned lane = threadIdx.x & 31u;
   const std::size_t n = b.num_buffers;
   const unsigned long long total = s.unit_off[n];
-  const unsigned long long warps = static_cast<unsigned long long>(gridDim.x) * kWarpsPerBlock;
-  for (unsigned long long w = blockIdx.x * static_cast<unsigned long long>(kWarpsPerBlock) + threadIdx.x / 32;
-       w < total; w += warps) {
+  // units from a queue: their cost varies (raw streams, short leftover blocks, BloscLZ)
+  for (unsigned long long w = next_item(s.next_unit, lane); w < total; w = next_item(s.next_unit, lane)) {
     const std::size_t i = owner(s.unit_off, n, w);
     // one read, broadcast: another warp may fail this buffer meanwhile, and the lanes must
     // agree on skipping it (the copies __syncwarp with all 32 lanes)
@@ -184,7 +200,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
       }
       stage = s.stage + s.stage_off[i];
     }
-    WarpCopier copy{lane};
+    WarpCopier copy{lane, windows[threadIdx.x / 32]};
     const DecodeStatus st =
         logic::blosc_decode_unit(b.src[i], plan, w - s.unit_off[i], b.dst[i], stage, copy, lane == 0);
     if (st != DecodeStatus::kOk && lane == 0) fail(&b.status[i], st);
@@ -227,11 +243,12 @@ __global__ void __launch_bounds__(kThreads) blosc_unshuffle_kernel(DeviceBatch b
       for (std::size_t k = bs.bytes - bs.tail + threadIdx.x; k < bs.bytes; k += blockDim.x) dst[at + k] = stage[at + k];
       continue;
     }
-    // items split evenly over the threads; thread 0's range starts at item 0 and copies the tail
-    const std::size_t per = (bs.items + blockDim.x - 1) / blockDim.x;
-    const std::size_t begin = smin(bs.items, threadIdx.x * per);
-    const std::size_t end = smin(bs.items, begin + per);
-    if (begin < end || threadIdx.x == 0) logic::blosc_unshuffle_block_range(plan.h, j, bs, stage, dst, begin, end);
+    // items interleaved over the threads, so that neighbouring threads read neighbouring bytes
+    // of each plane (or row); whoever takes item 0 also copies the block's tail (thread 0 does
+    // it alone when there are no items: a block shorter than one element)
+    if (bs.items == 0 && threadIdx.x == 0) logic::blosc_unshuffle_block_range(plan.h, j, bs, stage, dst, 0, 0);
+    for (std::size_t item = threadIdx.x; item < bs.items; item += blockDim.x)
+      logic::blosc_unshuffle_block_range(plan.h, j, bs, stage, dst, item, item + 1);
   }
 }
 
@@ -246,7 +263,7 @@ void check_scratch(const char* what, std::size_t need, std::size_t have) {
 
 std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes) {
   switch (codec) {
-    case BatchCodec::kLz4: return 0;
+    case BatchCodec::kLz4: return kAlign;  // the buffer queue's counter
     case BatchCodec::kBlosc: return blosc_scratch_layout(num_buffers, total_decoded_bytes).total;
     case BatchCodec::kZstd: return detail::zstd_dispatch_scratch_bytes(num_buffers, total_decoded_bytes);
   }
@@ -257,12 +274,18 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
                   StreamHandle stream_handle) {
   const cudaStream_t stream = stream_handle;
   if (batch.num_buffers == 0) return;
+  const detail::NvtxRange range(codec == BatchCodec::kLz4     ? "cubestream::batch_decode(lz4)"
+                                : codec == BatchCodec::kBlosc ? "cubestream::batch_decode(blosc)"
+                                                              : "cubestream::batch_decode(zstd)");
   switch (codec) {
     case BatchCodec::kLz4: {
+      check_scratch("lz4", sizeof(unsigned long long), scratch_bytes);
+      auto* counter = static_cast<unsigned long long*>(scratch);
+      CS_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof *counter, stream));
       const std::size_t warps_needed = batch.num_buffers;
-      const unsigned blocks = static_cast<unsigned>(
-          std::min<std::size_t>((warps_needed + kWarpsPerBlock - 1) / kWarpsPerBlock, persistent_blocks()));
-      lz4_batch_kernel<<<blocks, kThreads, 0, stream>>>(batch);
+      const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(
+          (warps_needed + kWarpsPerBlock - 1) / kWarpsPerBlock, persistent_blocks(lz4_batch_kernel)));
+      lz4_batch_kernel<<<blocks, kThreads, 0, stream>>>(batch, counter);
       CS_CUDA_CHECK(cudaGetLastError());
       return;
     }
@@ -273,6 +296,7 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       check_scratch("blosc", fixed.total, scratch_bytes);
       auto* base = static_cast<std::uint8_t*>(scratch);
       BloscScratch s{};
+      s.next_unit = reinterpret_cast<unsigned long long*>(base + fixed.counter);
       s.plans = reinterpret_cast<logic::BloscPlan*>(base + fixed.plans);
       s.unit_off = reinterpret_cast<unsigned long long*>(base + fixed.unit_off);
       s.block_off = reinterpret_cast<unsigned long long*>(base + fixed.block_off);
@@ -284,10 +308,10 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       CS_CUDA_CHECK(cudaGetLastError());
       blosc_scan_kernel<<<1, 1024, 0, stream>>>(s, n);
       CS_CUDA_CHECK(cudaGetLastError());
-      const unsigned blocks = persistent_blocks();
-      blosc_unit_kernel<<<blocks, kThreads, 0, stream>>>(batch, s);
+      CS_CUDA_CHECK(cudaMemsetAsync(s.next_unit, 0, sizeof *s.next_unit, stream));
+      blosc_unit_kernel<<<persistent_blocks(blosc_unit_kernel), kThreads, 0, stream>>>(batch, s);
       CS_CUDA_CHECK(cudaGetLastError());
-      blosc_unshuffle_kernel<<<blocks, kThreads, 0, stream>>>(batch, s);
+      blosc_unshuffle_kernel<<<persistent_blocks(blosc_unshuffle_kernel), kThreads, 0, stream>>>(batch, s);
       CS_CUDA_CHECK(cudaGetLastError());
       return;
     }

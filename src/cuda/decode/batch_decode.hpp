@@ -54,8 +54,9 @@ struct DeviceBatch {
 };
 
 // Scratch bytes that batch_decode needs for `num_buffers` buffers whose dst_bytes sum to
-// `total_decoded_bytes` (blosc stages shuffled blocks there before unshuffling). Host-only
-// arithmetic: no CUDA call.
+// `total_decoded_bytes`: lz4 a work-queue counter; blosc the counter, per-buffer plans and
+// prefix sums, and a staging area of total_decoded_bytes for shuffled blocks before they are
+// unshuffled; zstd what the Zstandard batch asks for. Host-only arithmetic: no CUDA call.
 std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes);
 
 // Enqueues the decode of the batch on `stream`. `scratch` (device memory, 256-byte aligned)

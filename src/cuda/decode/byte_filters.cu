@@ -18,6 +18,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/nvtx_range.hpp"
 
 namespace cubestream::cuda {
 
@@ -224,6 +225,7 @@ constexpr std::size_t kGridItems = std::size_t{16} << 20;
 }  // namespace
 
 void batch_unshuffle(const DeviceBatch& batch, std::size_t elementsize, StreamHandle stream) {
+  const detail::NvtxRange range("cubestream::batch_unshuffle");
   if (batch.num_buffers == 0) return;
   unshuffle_kernel<<<element_grid(batch.num_buffers, kGridItems / std::max<std::size_t>(1, elementsize)), kThreads, 0,
                      stream>>>(batch, elementsize);
@@ -231,6 +233,7 @@ void batch_unshuffle(const DeviceBatch& batch, std::size_t elementsize, StreamHa
 }
 
 void batch_byteswap(const DeviceBatch& batch, std::size_t unit, StreamHandle stream) {
+  const detail::NvtxRange range("cubestream::batch_byteswap");
   if (batch.num_buffers == 0) return;
   byteswap_kernel<<<element_grid(batch.num_buffers, kGridItems / std::max<std::size_t>(1, unit)), kThreads, 0,
                     stream>>>(batch, unit);
@@ -239,6 +242,7 @@ void batch_byteswap(const DeviceBatch& batch, std::size_t unit, StreamHandle str
 
 void batch_fixedscaleoffset(const DeviceBatch& batch, const logic::FixedScaleOffsetParams& params,
                             StreamHandle stream) {
+  const detail::NvtxRange range("cubestream::batch_fixedscaleoffset");
   if (batch.num_buffers == 0) return;
   fixedscaleoffset_kernel<<<element_grid(batch.num_buffers, kGridItems / params.dtype.size), kThreads, 0, stream>>>(
       batch, params);
@@ -246,6 +250,7 @@ void batch_fixedscaleoffset(const DeviceBatch& batch, const logic::FixedScaleOff
 }
 
 void batch_delta(const DeviceBatch& batch, logic::NumType dtype, logic::NumType astype, StreamHandle stream) {
+  const detail::NvtxRange range("cubestream::batch_delta");
   if (batch.num_buffers == 0) return;
   const logic::DeltaParams p = logic::delta_params(dtype, astype);
   if (logic::delta_is_float(p)) {
@@ -260,6 +265,7 @@ void batch_delta(const DeviceBatch& batch, logic::NumType dtype, logic::NumType 
 
 void batch_transpose(const DeviceBatch& batch, const std::vector<std::int64_t>& encoded_shape,
                      const std::vector<int>& order, std::size_t elem_size, StreamHandle stream) {
+  const detail::NvtxRange range("cubestream::batch_transpose");
   const std::size_t rank = encoded_shape.size();
   if (rank > static_cast<std::size_t>(kMaxRank) || order.size() != rank || elem_size == 0) {
     throw Error(ErrorCode::kInvalidArgument, "batch_transpose: rank " + std::to_string(rank) + " (at most " +

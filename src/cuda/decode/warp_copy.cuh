@@ -1,52 +1,67 @@
 // The device copier of the shared decoders (codec/logic/lz4_block.hpp, blosc_decode.hpp): all
-// 32 lanes of a warp run the same serial parse (they read the same bytes, which the memory
-// system broadcasts) and share each copy, lane l moving bytes l, l + 32, l + 64, ...
+// 32 lanes of a warp run the same serial parse and share each copy. How the lanes split a copy
+// is codec/logic/lane_copy.hpp (tested on the host lane by lane); here each lane runs its part
+// of each phase and the warp meets at a __syncwarp after every phase, which also makes the
+// warp's writes visible to all its lanes before the next sequence reads them.
 //
-// Overlapping LZ4 matches (offset < length) repeat the last `offset` bytes: byte k of the
-// match equals byte (k mod offset) of its source, which lies before the match, so every lane
-// reads only bytes written by earlier sequences and no lane waits for another inside a copy.
-// A __syncwarp after each copy makes the warp's writes visible to all its lanes before the
-// next sequence reads them.
-//
-// Copies of >= kWideCopyMin bytes whose source and destination share their alignment modulo 4
-// move 4-byte words (a head and tail byte-wise); that is the common case for literals of
-// shuffled float data and for long matches at offsets that are multiples of 4.
+// The compressed input is staged through shared memory (WarpFill, Lz4StagedReader): the parse
+// then costs shared-memory reads, and the global loads come 2 KiB at a time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "codec/logic/blosclz.hpp"
+#include "codec/logic/lane_copy.hpp"
+#include "codec/logic/lz4_block.hpp"
 
 namespace cubestream::cuda::detail {
 
 inline constexpr unsigned kFullMask = 0xFFFFFFFFu;
-inline constexpr std::size_t kWideCopyMin = 256;
+// Bytes of compressed input a warp stages in shared memory (Lz4StagedReader's window).
+inline constexpr std::size_t kWindowBytes = 2048;
+
+// Fills a warp's staging window: 16-byte loads when the source is 16-byte aligned (the reader
+// aligns refills where it can), bytes otherwise. Every lane takes part; the first __syncwarp
+// keeps the window until every lane has read what it needed from the old contents.
+struct WarpFill {
+  unsigned lane;
+  __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
+    __syncwarp();
+    std::size_t done = 0;
+    if ((reinterpret_cast<std::uintptr_t>(src) & 15u) == 0) {
+      const std::size_t vecs = n / 16;
+      const auto* s16 = reinterpret_cast<const uint4*>(src);
+      auto* w16 = reinterpret_cast<uint4*>(win);
+#pragma unroll 4
+      for (std::size_t v = lane; v < vecs; v += 32) w16[v] = __ldg(s16 + v);
+      done = vecs * 16;
+    }
+    for (std::size_t k = done + lane; k < n; k += 32) win[k] = __ldg(src + k);
+    __syncwarp();
+  }
+};
 
 struct WarpCopier {
   unsigned lane;
+  std::uint8_t* window;  // this warp's kWindowBytes of shared memory, 16-byte aligned
 
-  // dst[k] = src[k], src and dst not overlapping (or src at least n bytes before dst).
+  // The parse reads the compressed input through the shared-memory window.
+  __device__ codec::logic::Lz4StagedReader<WarpFill> reader(const std::uint8_t* in, std::size_t size) {
+    return codec::logic::Lz4StagedReader<WarpFill>{in, size, window, kWindowBytes, WarpFill{lane}};
+  }
+
   __device__ void literals(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
-    copy_forward(dst, src, n);
+    codec::logic::lane_copy_forward(dst, src, n, lane);
     __syncwarp();
   }
 
   __device__ void match(std::uint8_t* dst, std::size_t offset, std::size_t n) {
-    const std::uint8_t* src = dst - offset;
-    if (offset >= n) {
-      copy_forward(dst, src, n);
-    } else if (offset >= 32 && offset % 4 == 0 && n >= kWideCopyMin) {
-      // rounds of `offset` bytes: round r reads what rounds before it wrote
-      for (std::size_t done = 0; done < n; done += offset) {
-        const std::size_t len = n - done < offset ? n - done : offset;
-        copy_forward(dst + done, src + done, len);
-        __syncwarp();
-      }
-    } else {
-      for (std::size_t k = lane; k < n; k += 32) dst[k] = src[k % offset];
+    const std::size_t phases = codec::logic::lane_match_phases(offset, n);
+    for (std::size_t p = 0; p < phases; ++p) {
+      codec::logic::lane_match(dst, offset, n, lane, p);
+      __syncwarp();
     }
-    __syncwarp();
   }
 
   __device__ void sync() { __syncwarp(); }
@@ -55,23 +70,6 @@ struct WarpCopier {
   }
   __device__ std::size_t broadcast_size(std::size_t n) {
     return static_cast<std::size_t>(__shfl_sync(kFullMask, static_cast<unsigned long long>(n), 0));
-  }
-
- private:
-  __device__ void copy_forward(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
-    const std::size_t mis_d = reinterpret_cast<std::uintptr_t>(dst) & 3u;
-    const std::size_t mis_s = reinterpret_cast<std::uintptr_t>(src) & 3u;
-    if (n >= kWideCopyMin && mis_d == mis_s) {
-      const std::size_t head = (4 - mis_d) & 3u;
-      if (lane < head) dst[lane] = src[lane];
-      const std::size_t words = (n - head) / 4;
-      auto* d4 = reinterpret_cast<std::uint32_t*>(dst + head);
-      const auto* s4 = reinterpret_cast<const std::uint32_t*>(src + head);
-      for (std::size_t w = lane; w < words; w += 32) d4[w] = s4[w];
-      for (std::size_t k = head + 4 * words + lane; k < n; k += 32) dst[k] = src[k];
-      return;
-    }
-    for (std::size_t k = lane; k < n; k += 32) dst[k] = src[k];
   }
 };
 

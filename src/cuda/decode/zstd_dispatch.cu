@@ -5,6 +5,15 @@
 // To connect it: include "cuda/zstd/zstd_batch.hpp" and forward both functions to its scratch
 // query and batch decode (same arguments: device arrays of src pointers and sizes, dst
 // pointers and capacities, statuses, scratch, stream).
+//
+// blosc buffers with Zstandard streams are refused in one place, blosc_inner_supported
+// (codec/logic/blosc_decode.hpp). To decode them here too: accept format 4 there; let
+// blosc_unit_kernel, for a zstd unit, write the stream's (src, csize, target, stream_bytes) into
+// per-unit arrays in the blosc scratch instead of decoding it (src size 0 for units it decoded
+// itself, which the Zstandard batch skips); call zstd_dispatch on those arrays (unit_off[N]
+// entries; the host knows only the bound blosc_max_units per buffer, so size them by it)
+// between blosc_unit_kernel and blosc_unshuffle_kernel; then fold the per-unit statuses into
+// the buffers' statuses before unshuffling.
 #include <algorithm>
 
 #include "cuda/check.hpp"

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "blosc_test_encoder.hpp"
 #include "codec/logic/blosc_decode.hpp"
 #include "codec_test_util.hpp"
 
@@ -125,6 +126,39 @@ TEST(BloscGpuLogic, StatusesOfBadHeadersAndSizes) {
   EXPECT_EQ(decode_gpu_logic(tiny, 300).status, DecodeStatus::kUnsupported);
   // an empty buffer's container decodes to nothing
   EXPECT_EQ(decode_gpu_logic(header(1u << 5, 4, 0, 0, 16), 0).status, DecodeStatus::kOk);
+}
+
+// The GPU's split of the passes: every unit on its own (in reverse order), then the unshuffle
+// one item at a time (as the unshuffle kernel's threads take them, here in reverse order),
+// including blocks shorter than one element (no items, only a tail).
+TEST(BloscGpuLogic, UnitsAndItemsInAnyOrder) {
+  for (int shuffle = 0; shuffle <= 2; ++shuffle) {
+    for (std::size_t ts : {1, 2, 3, 4, 8, 16}) {
+      for (std::size_t n : {std::size_t{5000}, std::size_t{4096 * 3 + 1}, std::size_t{4096 * 2 + 7}}) {
+        BloscEncodeOptions o;
+        o.shuffle = shuffle;
+        o.typesize = ts;
+        o.blocksize = 4096;
+        const Buf src = random_bytes(n, static_cast<std::uint32_t>(n + ts));
+        const Buf enc = blosc_test_encode(src, o);
+        logic::BloscPlan plan;
+        ASSERT_EQ(logic::blosc_plan(enc.data(), enc.size(), n, &plan), DecodeStatus::kOk);
+        Buf out(n, 0), stage(n, 0);
+        logic::BloscSerialCopier copy;
+        for (std::uint64_t u = plan.units; u-- > 0;)
+          ASSERT_EQ(logic::blosc_decode_unit(enc.data(), plan, u, out.data(), stage.data(), copy, true), DecodeStatus::kOk);
+        if (plan.staged) {
+          for (std::uint32_t j = 0; j < plan.nblocks; ++j) {
+            const logic::BloscBlockShuffle b = logic::blosc_block_shuffle(plan.h, j);
+            if (b.items == 0) logic::blosc_unshuffle_block_range(plan.h, j, b, stage.data(), out.data(), 0, 0);
+            for (std::size_t item = b.items; item-- > 0;)
+              logic::blosc_unshuffle_block_range(plan.h, j, b, stage.data(), out.data(), item, item + 1);
+          }
+        }
+        ASSERT_TRUE(out == src) << "shuffle " << shuffle << " typesize " << ts << " n " << n;
+      }
+    }
+  }
 }
 
 #ifdef CUBESTREAM_TEST_HAVE_BLOSC

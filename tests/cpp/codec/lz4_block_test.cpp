@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "codec/logic/lane_copy.hpp"
 #include "codec/logic/lz4_block.hpp"
 #include "codec_test_util.hpp"
 
@@ -174,16 +175,17 @@ TEST(Lz4Block, NumcodecsFraming) {
 // Whether our parse of `in` stops at a sequence with offset 0: the LZ4 spec calls that block
 // corrupt, liblz4 1.9 decodes it anyway (copying from the match's own start).
 bool fails_on_offset_zero(const Buf& in, std::size_t cap) {
+  const std::uint8_t* rd = in.data();
   std::size_t ip = 0, op = 0;
   for (;;) {
     const std::size_t at = ip;
     logic::Lz4Sequence s;
     bool last = false;
-    if (logic::lz4_read_sequence(in.data(), in.size(), &ip, op, cap, &s, &last) != DecodeStatus::kOk) {
+    if (logic::lz4_read_sequence(rd, in.size(), &ip, op, cap, &s, &last) != DecodeStatus::kOk) {
       // re-read the failing sequence's offset field: after the token, length bytes and literals
       std::size_t p = at + 1;
       std::size_t lit = in[at] >> 4;
-      if (lit == 15 && !logic::lz4_read_length_ext(in.data(), in.size(), &p, &lit)) return false;
+      if (lit == 15 && !logic::lz4_read_length_ext(rd, in.size(), &p, &lit)) return false;
       p += lit;
       return p + 2 <= in.size() && in[p] == 0 && in[p + 1] == 0;
     }
@@ -226,6 +228,122 @@ TEST(Lz4Block, TruncatedAndMutatedBlocksStayInBounds) {
     }
     // the mutations must also have produced accepted blocks (or the check above proves little)
     EXPECT_GT(agree_ok, 0);
+  }
+}
+
+// The serial copier with its parse reading through a staging window of `cap` bytes, as the GPU
+// copier does with its shared-memory window.
+struct MemcpyFill {
+  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const { std::memcpy(win, src, n); }
+};
+struct StagedCopier : logic::Lz4SerialCopier {
+  std::uint8_t* window;
+  std::size_t cap;
+  logic::Lz4StagedReader<MemcpyFill> reader(const std::uint8_t* in, std::size_t size) {
+    return logic::Lz4StagedReader<MemcpyFill>{in, size, window, cap, MemcpyFill{}};
+  }
+};
+
+TEST(Lz4Block, StagedReaderGivesTheSameResults) {
+  std::vector<Buf> blocks;
+  for (const auto& kind : kDataKinds) {
+    blocks.push_back(lz4_compress(kind.make(70001)));
+    blocks.push_back(lz4_compress(kind.make(5000), 9));
+  }
+  blocks.push_back(lz4_compress({}));
+  std::mt19937 rng(21);
+  const std::size_t n_valid = blocks.size();
+  for (std::size_t k = 0; k < 200; ++k) {  // damaged variants
+    Buf bad = blocks[k % n_valid];
+    if (k % 2) bad.resize(rng() % bad.size());
+    else bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
+    blocks.push_back(bad);
+  }
+  for (std::size_t cap : {std::size_t{32}, std::size_t{33}, std::size_t{47}, std::size_t{256}, std::size_t{2048}}) {
+    std::vector<std::uint8_t> window(cap);
+    for (std::size_t shift = 0; shift < 16; shift += 5) {  // inputs at every alignment class
+      for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const Buf& enc = blocks[b];
+        std::unique_ptr<std::uint8_t[]> storage(new std::uint8_t[enc.size() + shift + 1]);
+        std::uint8_t* in = storage.get() + shift;
+        if (!enc.empty()) std::memcpy(in, enc.data(), enc.size());
+        const std::size_t out_cap = 80000;
+        Buf direct(out_cap), staged(out_cap);
+        std::size_t n1 = 0, n2 = 0;
+        const DecodeStatus s1 = logic::lz4_decode_block(in, enc.size(), direct.data(), out_cap, &n1);
+        StagedCopier copy;
+        copy.window = window.data();
+        copy.cap = cap;
+        const DecodeStatus s2 = logic::lz4_decode_block_with(in, enc.size(), staged.data(), out_cap, &n2, copy);
+        ASSERT_EQ(s1, s2) << "block " << b << " cap " << cap << " shift " << shift;
+        ASSERT_EQ(n1, n2);
+        ASSERT_TRUE(std::equal(direct.begin(), direct.begin() + n1, staged.begin()));
+      }
+    }
+  }
+}
+
+// The GPU's division of copies among 32 lanes (logic/lane_copy.hpp), run here lane after lane
+// within each phase: the order inside a phase must not matter, so run the lanes backwards too.
+struct LaneSimCopier : logic::Lz4SerialCopier {
+  bool backwards = false;
+  unsigned lane_at(unsigned i) const { return backwards ? logic::kWarpLanes - 1 - i : i; }
+  void literals(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
+    for (unsigned i = 0; i < logic::kWarpLanes; ++i) logic::lane_copy_forward(dst, src, n, lane_at(i));
+  }
+  void match(std::uint8_t* dst, std::size_t offset, std::size_t n) {
+    for (std::size_t p = 0; p < logic::lane_match_phases(offset, n); ++p)
+      for (unsigned i = 0; i < logic::kWarpLanes; ++i) logic::lane_match(dst, offset, n, lane_at(i), p);
+  }
+};
+
+TEST(Lz4Block, LaneCopiesEqualSerialCopies) {
+  std::mt19937 rng(8);
+  for (bool backwards : {false, true}) {
+    for (std::size_t offset = 1; offset <= 300; offset += (offset < 40 ? 1 : 37)) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{4}, std::size_t{31}, std::size_t{32}, std::size_t{33},
+                            std::size_t{255}, std::size_t{256}, std::size_t{700}, std::size_t{4099}}) {
+        for (std::size_t align = 0; align < 4; ++align) {
+          Buf a(align + offset + n + 8), b;
+          for (auto& x : a) x = static_cast<std::uint8_t>(rng());
+          b = a;
+          logic::Lz4SerialCopier serial;
+          serial.match(a.data() + align + offset, offset, n);
+          LaneSimCopier lanes;
+          lanes.backwards = backwards;
+          lanes.match(b.data() + align + offset, offset, n);
+          ASSERT_EQ(a, b) << "offset " << offset << " n " << n << " align " << align;
+        }
+      }
+    }
+    // literals at every relative alignment, short and wide
+    for (std::size_t n : {std::size_t{0}, std::size_t{17}, std::size_t{256}, std::size_t{1003}}) {
+      for (std::size_t sa = 0; sa < 4; ++sa) {
+        for (std::size_t da = 0; da < 4; ++da) {
+          const Buf src = random_bytes(n + 8, static_cast<std::uint32_t>(n + sa));
+          Buf dst(n + 8, 0);
+          LaneSimCopier lanes;
+          lanes.backwards = backwards;
+          lanes.literals(dst.data() + da, src.data() + sa, n);
+          ASSERT_TRUE(std::equal(dst.begin() + da, dst.begin() + da + n, src.begin() + sa));
+          ASSERT_TRUE(std::all_of(dst.begin(), dst.begin() + da, [](std::uint8_t x) { return x == 0; }));
+          ASSERT_TRUE(std::all_of(dst.begin() + da + n, dst.end(), [](std::uint8_t x) { return x == 0; }));
+        }
+      }
+    }
+  }
+  // whole blocks decoded with the lane copies
+  for (const auto& kind : kDataKinds) {
+    const Buf src = kind.make(100000);
+    for (int level : {0, 9}) {
+      const Buf enc = lz4_compress(src, level);
+      Buf out(src.size());
+      LaneSimCopier lanes;
+      std::size_t produced = 0;
+      ASSERT_EQ(logic::lz4_decode_block_with(enc.data(), enc.size(), out.data(), out.size(), &produced, lanes),
+                DecodeStatus::kOk);
+      ASSERT_EQ(out, src) << kind.name;
+    }
   }
 }
 
