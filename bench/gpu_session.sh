@@ -3,6 +3,7 @@
 #
 #     OUT=/some/empty/dir PART=1 bash bench/gpu_session.sh   # build, tests, loader benchmark
 #     OUT=/some/empty/dir PART=2 bash bench/gpu_session.sh   # memcheck, decoder benchmarks, pytest
+#     OUT=/some/empty/dir PART=tests GTEST_FILTER='LoaderCuda*' bash bench/gpu_session.sh  # tests only
 #
 # The DLPack header is not installed there: carry .devdeps (../shared/offline-deps.sh .devdeps
 # libdlpack-dev) and it is put on the include path. Logs and tables land flat in $OUT.
@@ -26,7 +27,14 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON 
     -DCMAKE_CXX_FLAGS="$EXTRA" -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$OUT/build.log" 2>&1 &&
     ninja -C "$BUILD" -j16 cubestream_tests cubestream_cli _cubestream gpu_decode_bench gpu_zstd_bench >>"$OUT/build.log" 2>&1
 rc=$?; log "build rc=$rc"; [ $rc -eq 0 ] || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
-if [ "$PART" = 1 ]; then
+if [ "$PART" = tests ]; then
+  log "gtest ($GTEST_FILTER)"
+  timeout 300 "$BUILD"/tests/cubestream_tests --gtest_filter="$GTEST_FILTER" >"$OUT/gtest.log" 2>&1
+  log "gtest rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gtest.log" | head -30
+  log "pytest (codecs, loader)"
+  CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python timeout 180 python3 -m pytest -q -rs \
+    tests/python/test_codecs.py tests/python/test_loader.py >"$OUT/pytest.log" 2>&1; log "rc=$?"; tail -12 "$OUT/pytest.log"
+elif [ "$PART" = 1 ]; then
   log "gtest: GPU suites, shared decoder logic, loader"
   timeout 240 "$BUILD"/tests/cubestream_tests \
     --gtest_filter="${GTEST_FILTER:-Gpu*:Zstd*:Lz4*:Blosc*:Loader*:Selection*:Sampler*}" >"$OUT/gtest.log" 2>&1

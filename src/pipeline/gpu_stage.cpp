@@ -41,7 +41,7 @@ std::optional<cuda::ElemKind> elem_kind(const DataType& dt, const CFEncoding& en
 
 }  // namespace
 
-SourceRoute route_of(const UnitSource& source) {
+SourceRoute route_of(const UnitSource& source, bool gpu_zstd) {
   SourceRoute r;
   nlohmann::json codecs = source.array.metadata().codecs;
   if (codecs.size() == 1 && codecs[0].value("name", "") == "sharding_indexed") {
@@ -69,6 +69,9 @@ SourceRoute route_of(const UnitSource& source) {
     r.codec = cuda::batch_codec_for_id(id);
   } catch (const Error&) {
     return host("codec \"" + id + "\" has no GPU decoder");
+  }
+  if (r.codec == cuda::BatchCodec::kZstd && !gpu_zstd) {
+    return host("zstd: the GPU Zstandard decoder is not yet faster than the host's (decode=gpu uses it)");
   }
   r.route = UnitRoute::kGpuDecode;
   r.codec_config = codecs[1].dump();
@@ -99,7 +102,7 @@ struct GpuStage::DeviceUnit {
 };
 
 GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, const LoaderConfig& config, void* stream,
-                   MemoryBudget& budget, std::uint64_t cache_bytes, bool force_host_decode)
+                   MemoryBudget& budget, std::uint64_t cache_bytes, bool gpu_zstd)
     : planner_(planner),
       selection_(selection),
       cfg_(config),
@@ -108,12 +111,7 @@ GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, cons
       budget_(budget),
       cache_capacity_(cache_bytes) {
   for (const auto& s : planner_.sources()) {
-    SourceRoute r = route_of(s);
-    if (force_host_decode && r.route == UnitRoute::kGpuDecode) {
-      r.route = UnitRoute::kHostDecode;
-      r.why = "decode forced to the CPU";
-    }
-    routes_.push_back(std::move(r));
+    routes_.push_back(route_of(s, gpu_zstd));
   }
 }
 

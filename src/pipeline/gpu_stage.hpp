@@ -53,9 +53,11 @@ struct SourceRoute {
 };
 
 // The route of a source's units: GPU decode needs a chain of `bytes` (little-endian or
-// one-byte elements) and at most one of blosc / lz4 / zstd, possibly inside sharding; an
-// element type the assemble kernel reads (bool, integers, float16/32/64, datetime).
-SourceRoute route_of(const UnitSource& source);
+// one-byte elements) and at most one of blosc / lz4 / zstd, possibly inside sharding.
+// `gpu_zstd` false sends zstd units to the host decoder: the GPU Zstandard decoder (version
+// 1) is still slower than libzstd on the host's cores, so decode=auto keeps zstd there and
+// only decode=gpu asks for it.
+SourceRoute route_of(const UnitSource& source, bool gpu_zstd);
 
 // Whether the assemble kernel can take a source (element type, at most 4 missing values,
 // at most 8 layout dims); nullopt if it can, else the reason.
@@ -70,7 +72,7 @@ struct GpuStageStats {
 class GpuStage {
  public:
   GpuStage(const BatchPlanner& planner, const Selection& selection, const LoaderConfig& config, void* stream,
-           MemoryBudget& budget, std::uint64_t cache_bytes, bool force_host_decode);
+           MemoryBudget& budget, std::uint64_t cache_bytes, bool gpu_zstd);
   ~GpuStage();
   GpuStage(const GpuStage&) = delete;
   GpuStage& operator=(const GpuStage&) = delete;

@@ -234,7 +234,7 @@ void Loader::Impl::setup_gpu_decode() {
       refusals += (refusals.empty() ? "" : "; ") + src.description + ": " + *why;
       continue;
     }
-    const pipeline::SourceRoute r = pipeline::route_of(src);
+    const pipeline::SourceRoute r = pipeline::route_of(src, want == DecodeBackend::kGpu);
     if (r.route == pipeline::UnitRoute::kHostDecode) {
       if (want == DecodeBackend::kGpu) refusals += (refusals.empty() ? "" : "; ") + src.description + ": " + r.why;
       host_decoded += (host_decoded.empty() ? "" : ", ") + src.description;
@@ -256,7 +256,8 @@ void Loader::Impl::setup_gpu_decode() {
       if (end != env && *end == '\0') cache = v;
     }
   }
-  gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, copy_stream, *budget, cache, false);
+  gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, copy_stream, *budget, cache,
+                                             want == DecodeBackend::kGpu);
   decode_path = host_decoded.empty() ? "gpu" : "gpu (host-decoded: " + host_decoded + ")";
 }
 

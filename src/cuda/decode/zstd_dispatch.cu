@@ -1,44 +1,29 @@
-// Zstandard buffers of a batch. The GPU Zstandard decoder lives in src/cuda/zstd (its own
-// branch); until it is merged, this seam answers every Zstandard buffer with kUnsupported,
-// which decode_batch_with_fallback turns into a CPU decode (libzstd), buffer by buffer.
+// Zstandard buffers of a batch: forwarded to the GPU Zstandard decoder (src/cuda/zstd), whose
+// API takes the same device arrays (src pointers and sizes, dst pointers and sizes, statuses),
+// scratch and stream. Content checksums are not verified here (the CPU codec does not either:
+// numcodecs and TensorStore write frames without them).
 //
-// To connect it: include "cuda/zstd/zstd_batch.hpp" and forward both functions to its scratch
-// query and batch decode (same arguments: device arrays of src pointers and sizes, dst
-// pointers and capacities, statuses, scratch, stream).
-//
-// blosc buffers with Zstandard streams are refused in one place, blosc_inner_supported
-// (codec/logic/blosc_decode.hpp). To decode them here too: accept format 4 there; let
-// blosc_unit_kernel, for a zstd unit, write the stream's (src, csize, target, stream_bytes) into
-// per-unit arrays in the blosc scratch instead of decoding it (src size 0 for units it decoded
-// itself, which the Zstandard batch skips); call zstd_dispatch on those arrays (unit_off[N]
-// entries; the host knows only the bound blosc_max_units per buffer, so size them by it)
-// between blosc_unit_kernel and blosc_unshuffle_kernel; then fold the per-unit statuses into
-// the buffers' statuses before unshuffling.
-#include <algorithm>
-
-#include "cuda/check.hpp"
+// blosc buffers with Zstandard streams are still refused in one place, blosc_inner_supported
+// (codec/logic/blosc_decode.hpp), and go to the CPU. To decode them here too: accept format 4
+// there; let blosc_unit_kernel, for a zstd unit, write the stream's (src, csize, target,
+// stream_bytes) into per-unit arrays in the blosc scratch instead of decoding it (src size 0
+// for units it decoded itself, which the Zstandard batch skips); call zstd_dispatch on those
+// arrays between blosc_unit_kernel and blosc_unshuffle_kernel; then fold the per-unit statuses
+// into the buffers' statuses before unshuffling.
 #include "cuda/decode/zstd_dispatch.hpp"
+#include "cuda/zstd/zstd_batch.hpp"
 
 namespace cubestream::cuda::detail {
 
-namespace {
-
-__global__ void mark_unsupported_kernel(DecodeStatus* status, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    status[i] = DecodeStatus::kUnsupported;
-  }
+std::size_t zstd_dispatch_scratch_bytes(std::size_t num_buffers, std::size_t) {
+  return num_buffers == 0 ? 0 : zstd_batch_scratch_bytes(num_buffers);
 }
 
-}  // namespace
-
-std::size_t zstd_dispatch_scratch_bytes(std::size_t, std::size_t) { return 0; }
-
-void zstd_dispatch(const DeviceBatch& batch, void*, std::size_t, cudaStream_t stream) {
+void zstd_dispatch(const DeviceBatch& batch, void* scratch, std::size_t scratch_bytes, cudaStream_t stream) {
   if (batch.num_buffers == 0) return;
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((batch.num_buffers + 255) / 256, 1024));
-  mark_unsupported_kernel<<<blocks, 256, 0, stream>>>(batch.status, batch.num_buffers);
-  CS_CUDA_CHECK(cudaGetLastError());
+  zstd_batch_decode(reinterpret_cast<const void* const*>(batch.src), batch.src_bytes,
+                    reinterpret_cast<void* const*>(batch.dst), batch.dst_bytes, batch.status, batch.num_buffers, scratch,
+                    scratch_bytes, /*verify_checksum=*/false, stream);
 }
 
 }  // namespace cubestream::cuda::detail
