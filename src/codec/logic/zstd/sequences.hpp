@@ -198,7 +198,45 @@ CS_HD void team_copy(const Team& team, u8* d, const u8* s, std::size_t n) {
     return;
   }
 #endif
+#if CS_DEVICE_PASS
+  // Same offset modulo 16 (literal runs and raw blocks that start on a block boundary): bytes
+  // up to the next 16-byte boundary of d, then one 16-byte load and store per member and
+  // step, four steps in flight, then the tail.
+  if (((reinterpret_cast<std::uintptr_t>(d) ^ reinterpret_cast<std::uintptr_t>(s)) & 15) == 0 && n >= 64) {
+    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15;
+    if (team.rank() < head) d[team.rank()] = s[team.rank()];
+    uint4* dv = reinterpret_cast<uint4*>(d + head);
+    const uint4* sv = reinterpret_cast<const uint4*>(s + head);
+    const std::size_t nv = (n - head) / 16;
+    const std::size_t step = team.size();
+    std::size_t i = team.rank();
+    for (; i + 3 * step < nv; i += 4 * step) {
+      const uint4 a = sv[i], b = sv[i + step], c = sv[i + 2 * step], e = sv[i + 3 * step];
+      dv[i] = a;
+      dv[i + step] = b;
+      dv[i + 2 * step] = c;
+      dv[i + 3 * step] = e;
+    }
+    for (; i < nv; i += step) dv[i] = sv[i];
+    for (std::size_t t = head + nv * 16 + team.rank(); t < n; t += step) d[t] = s[t];
+    return;
+  }
+  // Otherwise bytes, four loads in flight per member.
+  {
+    const std::size_t step = team.size();
+    std::size_t i = team.rank();
+    for (; i + 3 * step < n; i += 4 * step) {
+      const u8 a = s[i], b = s[i + step], c = s[i + 2 * step], e = s[i + 3 * step];
+      d[i] = a;
+      d[i + step] = b;
+      d[i + 2 * step] = c;
+      d[i + 3 * step] = e;
+    }
+    for (; i < n; i += step) d[i] = s[i];
+  }
+#else
   for (std::size_t i = team.rank(); i < n; i += team.size()) d[i] = s[i];
+#endif
 }
 
 // The match copy of section 3.1.2: n bytes from `off` bytes back, where the source may
