@@ -96,7 +96,7 @@ struct Row {
   int level;
   std::size_t chunks;
   double decoded_gb, ratio;
-  double kernel_gbs, e2e_gbs, cpu_gbs;
+  double kernel_gbs, e2e_gbs, cpu_gbs, v1_kernel_gbs;
   bool verified;
 };
 
@@ -105,7 +105,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-Row run(const Batch& batch, int level, int repeat, bool have_gpu) {
+Row run(const Batch& batch, int level, int repeat, int v1_repeat, bool have_gpu) {
   const std::size_t n = batch.raw.size();
   std::vector<Bytes> enc(n);
   parallel_for(n, [&](std::size_t i) {
@@ -119,7 +119,7 @@ Row run(const Batch& batch, int level, int repeat, bool have_gpu) {
     raw_total += batch.raw[i].size();
     enc_total += enc[i].size();
   }
-  Row row{batch.name, level, n, raw_total / 1e9, double(raw_total) / double(enc_total), 0, 0, 0, true};
+  Row row{batch.name, level, n, raw_total / 1e9, double(raw_total) / double(enc_total), 0, 0, 0, 0, true};
 
   // libzstd on every core, each thread with its own context, chunks from a shared counter.
   std::vector<Bytes> cpu_out(n);
@@ -185,7 +185,7 @@ Row run(const Batch& batch, int level, int repeat, bool have_gpu) {
   BENCH_CUDA(cudaMemcpy(dd_dst, dst_ptrs.data(), n * sizeof(void*), cudaMemcpyHostToDevice));
   BENCH_CUDA(cudaMemcpy(d_src_sizes, src_sizes.data(), n * sizeof(std::size_t), cudaMemcpyHostToDevice));
   BENCH_CUDA(cudaMemcpy(d_dst_sizes, dst_sizes.data(), n * sizeof(std::size_t), cudaMemcpyHostToDevice));
-  const std::size_t scratch_bytes = cubestream::cuda::zstd_batch_scratch_bytes(n);
+  const std::size_t scratch_bytes = cubestream::cuda::zstd_batch_scratch_bytes(n, raw_total);
   void* d_scratch;
   BENCH_CUDA(cudaMalloc(&d_scratch, scratch_bytes));
   cudaStream_t stream;
@@ -234,6 +234,32 @@ Row run(const Batch& batch, int level, int repeat, bool have_gpu) {
   }
   row.kernel_gbs = raw_total / 1e9 / median(kernel_s);
   row.e2e_gbs = raw_total / 1e9 / median(e2e_s);
+  // Version 1 on the same batch, same process (CUBESTREAM_ZSTD_V1 forces it), also verified.
+  if (v1_repeat > 0) {
+    setenv("CUBESTREAM_ZSTD_V1", "1", 1);
+    BENCH_CUDA(cudaMemsetAsync(d_dst, 0, dof, stream));
+    std::vector<double> v1_s;
+    for (int r = 0; r < v1_repeat; ++r) {
+      BENCH_CUDA(cudaEventRecord(e1, stream));
+      cubestream::cuda::zstd_batch_decode(reinterpret_cast<const void* const*>(dd_src), d_src_sizes, dd_dst,
+                                          d_dst_sizes, d_status, n, d_scratch, scratch_bytes, false, stream);
+      BENCH_CUDA(cudaEventRecord(e2, stream));
+      BENCH_CUDA(cudaEventSynchronize(e2));
+      float ms = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&ms, e1, e2));
+      v1_s.push_back(ms / 1e3);
+    }
+    unsetenv("CUBESTREAM_ZSTD_V1");
+    Bytes out(dof);
+    BENCH_CUDA(cudaMemcpy(out.data(), d_dst, dof, cudaMemcpyDeviceToHost));
+    BENCH_CUDA(cudaMemcpy(st.data(), d_status, n * sizeof(DecodeStatus), cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (st[i] != DecodeStatus::kOk || std::memcmp(out.data() + dst_off[i], batch.raw[i].data(), dst_sizes[i]) != 0) {
+        row.verified = false;
+      }
+    }
+    row.v1_kernel_gbs = raw_total / 1e9 / median(v1_s);
+  }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaEventDestroy(e2);
@@ -254,7 +280,7 @@ Row run(const Batch& batch, int level, int repeat, bool have_gpu) {
 
 int main(int argc, char** argv) {
   std::size_t big = 256, small = 2048;
-  int repeat = 5;
+  int repeat = 5, v1_repeat = 3;
   std::vector<int> levels{1, 3, 5};
   std::string md;
   for (int i = 1; i < argc; ++i) {
@@ -264,6 +290,7 @@ int main(int argc, char** argv) {
     else if (a == "--small") small = std::strtoull(v, nullptr, 10), ++i;
     else if (a == "--repeat") repeat = std::max(1, std::atoi(v)), ++i;
     else if (a == "--md") md = v, ++i;
+    else if (a == "--v1-repeat") v1_repeat = std::max(0, std::atoi(v)), ++i;
     else if (a == "--levels") {
       levels.clear();
       for (char* p = argv[++i]; *p;) {
@@ -271,7 +298,7 @@ int main(int argc, char** argv) {
         if (*p == ',') ++p;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--big N] [--small N] [--repeat R] [--levels 1,3,5] [--md FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--big N] [--small N] [--repeat R] [--v1-repeat R] [--levels 1,3,5] [--md FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -302,23 +329,25 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (const auto& b : batches) {
     for (int level : levels) {
-      rows.push_back(run(b, level, repeat, have_gpu));
+      rows.push_back(run(b, level, repeat, v1_repeat, have_gpu));
       const Row& r = rows.back();
-      std::fprintf(stderr, "%s level %d: ratio %.2f kernel %.2f GB/s e2e %.2f GB/s libzstd %.2f GB/s %s\n",
-                   r.batch.c_str(), r.level, r.ratio, r.kernel_gbs, r.e2e_gbs, r.cpu_gbs,
+      std::fprintf(stderr, "%s level %d: ratio %.2f v1 kernel %.2f v2 kernel %.2f GB/s e2e %.2f GB/s libzstd %.2f GB/s %s\n",
+                   r.batch.c_str(), r.level, r.ratio, r.v1_kernel_gbs, r.kernel_gbs, r.e2e_gbs, r.cpu_gbs,
                    r.verified ? "verified" : "MISMATCH");
     }
   }
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "GPU zstd batch decode (version 1, one warp per buffer) on %s; libzstd %s on %u threads; median of %d\n\n",
-                device.c_str(), ZSTD_versionString(), threads(), repeat);
+  std::snprintf(line, sizeof line,
+                "GPU zstd batch decode (version 2: plan / entropy per block / execute; version 1: one warp per "
+                "buffer) on %s; libzstd %s on %u threads; median of %d (version 1: %d)\n\n",
+                device.c_str(), ZSTD_versionString(), threads(), repeat, v1_repeat);
   out += line;
-  out += "| batch | level | decoded GB | ratio | GPU kernel GB/s | GPU e2e GB/s | libzstd GB/s | kernel / libzstd | bytes verified |\n";
-  out += "|---|---|---|---|---|---|---|---|---|\n";
+  out += "| batch | level | decoded GB | ratio | v1 kernel GB/s | v2 kernel GB/s | v2 e2e GB/s | libzstd GB/s | v2 kernel / libzstd | bytes verified |\n";
+  out += "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "| %s | %d | %.3f | %.2f | %.2f | %.2f | %.2f | %.2fx | %s |\n", r.batch.c_str(),
-                  r.level, r.decoded_gb, r.ratio, r.kernel_gbs, r.e2e_gbs, r.cpu_gbs,
+    std::snprintf(line, sizeof line, "| %s | %d | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %s |\n",
+                  r.batch.c_str(), r.level, r.decoded_gb, r.ratio, r.v1_kernel_gbs, r.kernel_gbs, r.e2e_gbs, r.cpu_gbs,
                   r.cpu_gbs > 0 ? r.kernel_gbs / r.cpu_gbs : 0.0, r.verified ? "yes" : "NO");
     out += line;
   }

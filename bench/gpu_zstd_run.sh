@@ -11,8 +11,9 @@
 #                                                                    -> $OUT/gpu_tests.log
 #   3. the GPU batch tests under compute-sanitizer --tool memcheck   -> $OUT/memcheck.log
 #   4. the benchmark: 256 x 4 MiB ERA5-like chunks and 2048 chunks of 64 KiB-1 MiB, levels
-#      1, 3, 5, GPU kernel / end-to-end vs libzstd on all cores     -> $OUT/gpu_zstd_bench.md, bench.log
-#   5. Nsight Compute on one launch (occupancy, memory throughput)  -> $OUT/ncu.log
+#      1, 3, 5, GPU kernel (version 1 and 2) / end-to-end vs libzstd on all cores
+#                                                                    -> $OUT/gpu_zstd_bench.md, bench.log
+#   5. Nsight Compute on version 2's entropy and execute kernels     -> $OUT/ncu.log
 # Knobs: BIG=256 SMALL=2048 REPEAT=5 LEVELS=1,3,5 SKIP_MEMCHECK=0 SKIP_NCU=0
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -64,9 +65,10 @@ bench() {
 ncu_step() {
   [ "${SKIP_NCU:-0}" = 1 ] && { log "skipped"; return 0; }
   command -v ncu >/dev/null || { log "no ncu"; return 0; }
-  ncu --kernel-name regex:zstd_decode --launch-count 1 --section SpeedOfLight --section Occupancy \
-    --section LaunchStats --section MemoryWorkloadAnalysis \
-    "$BUILD"/gpu_zstd_bench --big 256 --small 0 --repeat 1 --levels 3 >"$OUT/ncu.log" 2>&1
+  # version 2's entropy and execute kernels, one launch each (the correctness run)
+  ncu --kernel-name regex:'zstd_(entropy|execute)' --launch-count 2 --section SpeedOfLight --section Occupancy \
+    --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
+    "$BUILD"/gpu_zstd_bench --big 256 --small 0 --repeat 1 --v1-repeat 0 --levels 3 >"$OUT/ncu.log" 2>&1
   local rc=$?
   grep -E 'Duration|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|DRAM Throughput|Compute \(SM\)|Registers Per|Block Limit' "$OUT/ncu.log" | head -20
   return $rc

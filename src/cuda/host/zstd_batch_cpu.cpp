@@ -10,6 +10,10 @@ std::size_t zstd_batch_scratch_bytes(std::size_t) {
   throw Error(ErrorCode::kUnsupported, "zstd_batch_scratch_bytes: built without CUDA");
 }
 
+std::size_t zstd_batch_scratch_bytes(std::size_t, std::size_t) {
+  throw Error(ErrorCode::kUnsupported, "zstd_batch_scratch_bytes: built without CUDA");
+}
+
 std::size_t zstd_batch_min_scratch_bytes() {
   throw Error(ErrorCode::kUnsupported, "zstd_batch_min_scratch_bytes: built without CUDA");
 }

@@ -1,20 +1,28 @@
-// Batched Zstandard decoding: version 1, one warp per buffer.
+// Batched Zstandard decoding on the GPU: version 2, thousands of blocks in flight, with
+// version 1 (one warp per buffer) as the path for whatever does not fit the scratch.
 //
-// Each warp takes buffers from a queue (an atomic counter in the scratch) and runs the
-// shared decoder (src/codec/logic/zstd/decoder.hpp) as a WarpTeam: all 32 lanes follow the
-// same control flow over the same bytes (parsing, FSE/Huffman table descriptions, sequence
-// decoding; their loads of the same address are one broadcast), and split the data-parallel
-// parts: the four Huffman streams of a literals section (lanes 0-3), Huffman table fills,
-// raw/RLE blocks, literal copies and match copies (32 bytes per step), and the four XXH64
-// accumulators of the checksum. Each warp has its own ZstdWorkspace in the scratch.
-// docs/gpu_zstd.md has the byte and operation counts and the plan for version 2.
+// Four launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
+//   plan      one thread per buffer: plan_buffer (codec/logic/zstd/split.hpp) counts its
+//             steps and scratch, reserves both from counters in the scratch (or marks the
+//             buffer for version 1 when they do not fit), then writes the steps.
+//   entropy   one warp per compressed block of the whole batch, from a queue: rebuilds the
+//             block's Huffman and FSE tables in shared memory, decodes its literals (four
+//             Huffman streams on lanes 0-3) and its sequences into records in the scratch.
+//   execute   one warp per buffer: runs its steps in order, 32 sequences at a time (prefix
+//             sums give every lane its output position; lanes copy their own literals and
+//             matches, long ones go to the whole warp; matches wait in rounds only when they
+//             read bytes of a match of the same group).
+//   version 1 one warp per buffer marked in the plan (or every buffer when the scratch is too
+//             small for the plan's bookkeeping): the shared one-pass decoder as a WarpTeam.
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/split.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/zstd/zstd_batch.hpp"
@@ -27,6 +35,8 @@ using codec::logic::DecodeStatus;
 namespace {
 
 constexpr std::size_t kScratchAlign = 256;
+// Where the plan sends a buffer (BufferPlan::route).
+constexpr unsigned kRouteSkip = 0, kRouteV2 = 1, kRouteV1 = 2;
 constexpr int kWarpsPerBlock = 4;
 // The scratch begins with the queue counter, then the workspaces, each 256-byte aligned.
 constexpr std::size_t kHeaderBytes = kScratchAlign;
@@ -50,13 +60,40 @@ struct WarpTeam {
     return b;
 #endif
   }
+#if CS_DEVICE_PASS
+  __device__ zl::u64 scan_add(zl::u64 v) const {
+    for (unsigned d = 1; d < 32; d <<= 1) {
+      const zl::u64 t = __shfl_up_sync(0xFFFFFFFFu, v, d);
+      if (lane >= d) v += t;
+    }
+    return v;
+  }
+  __device__ zl::u32 ballot(bool b) const { return __ballot_sync(0xFFFFFFFFu, b); }
+  __device__ zl::u32 lowest(zl::u32 m) const { return static_cast<zl::u32>(__ffs(static_cast<int>(m)) - 1); }
+  __device__ zl::u32 shfl(zl::u32 v, zl::u32 from) const { return __shfl_sync(0xFFFFFFFFu, v, static_cast<int>(from)); }
+  __device__ zl::u64 shfl(zl::u64 v, zl::u32 from) const { return __shfl_sync(0xFFFFFFFFu, v, static_cast<int>(from)); }
+#endif
 };
 
+// The scratch of version 2: counters, one BufferPlan per buffer, the version-1 workspaces,
+// the steps, the block scratch ("arena"); each part 256-byte aligned.
+struct Counters {
+  unsigned long long v1_queue;
+  unsigned long long steps_used;
+  unsigned long long arena_used;
+  unsigned long long entropy_queue;
+};
+struct BufferPlan {
+  unsigned long long first_step;
+  unsigned long long num_steps;
+  unsigned route;
+  unsigned pad;
+};
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     zstd_decode_warp_kernel(const void* const* src, const std::size_t* src_sizes, void* const* dst,
                             const std::size_t* dst_sizes, DecodeStatus* status, std::size_t num_buffers,
                             unsigned long long* queue, unsigned char* workspaces, std::size_t num_warps,
-                            bool verify) {
+                            const BufferPlan* plans, bool verify) {
   const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const unsigned lane = threadIdx.x & 31u;
   if (warp >= num_warps) return;
@@ -69,6 +106,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     if (b >= num_buffers) break;
     const std::size_t n = src_sizes[b];
     if (n == 0) continue;  // skipped: status untouched
+    if (plans && plans[b].route != kRouteV1) continue;  // decoded by version 2
     const DecodeStatus s = zl::zstd_decompress(team, static_cast<const zl::u8*>(src[b]), n,
                                                static_cast<zl::u8*>(dst[b]), dst_sizes[b], ws, verify);
     if (lane == 0) status[b] = s;
@@ -76,14 +114,136 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// ---- version 2 --------------------------------------------------------------------------
+
+constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tables in shared memory)
+constexpr int kExecWarps = 4;
+constexpr int kPlanThreads = 128;
+// Version-1 workspaces kept for the buffers that do not fit (and the v1-only path's minimum).
+constexpr std::size_t kFallbackWarps = 16;
+// A fraction of what remains after the workspaces holds the steps, the rest the arena.
+constexpr std::size_t kStepShare = 128;
+
+constexpr std::size_t align_up(std::size_t v) { return (v + kScratchAlign - 1) / kScratchAlign * kScratchAlign; }
+
+// Takes `bytes` from `*used` unless that would pass `cap`; returns the old value or ~0.
+__device__ unsigned long long reserve(unsigned long long* used, unsigned long long bytes, unsigned long long cap) {
+  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(used);
+  for (;;) {
+    if (bytes > cap || old > cap - bytes) return ~0ull;
+    const unsigned long long seen = atomicCAS(used, old, old + bytes);
+    if (seen == old) return old;
+    old = seen;
+  }
+}
+
+__global__ void __launch_bounds__(kPlanThreads)
+    zstd_plan_kernel(const void* const* src, const std::size_t* src_sizes, std::size_t num_buffers, Counters* counters,
+                     BufferPlan* plans, zl::BlockStep* steps, unsigned long long step_cap,
+                     unsigned long long arena_cap) {
+  const std::size_t b = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b >= num_buffers) return;
+  const std::size_t n = src_sizes[b];
+  BufferPlan plan{0, 0, kRouteSkip, 0};
+  if (n != 0) {
+    const auto* p = static_cast<const zl::u8*>(src[b]);
+    short norm[zl::kFseMaxSymbols];
+    zl::PlanTotals need{};
+    zl::plan_buffer(p, n, nullptr, 0, norm, &need);
+    // Arena first: arena reserved for a buffer that then gets no steps just stays unused,
+    // whereas every reserved step must be written (the entropy kernel reads them all).
+    const unsigned long long a0 = reserve(&counters->arena_used, need.scratch, arena_cap);
+    const unsigned long long s0 = a0 == ~0ull ? ~0ull : reserve(&counters->steps_used, need.steps, step_cap);
+    if (s0 == ~0ull) {
+      plan.route = kRouteV1;
+    } else {
+      zl::PlanTotals wrote{};
+      zl::plan_buffer(p, n, steps + s0, a0, norm, &wrote);
+      for (unsigned long long k = 0; k < wrote.steps; ++k) steps[s0 + k].owner = b;
+      plan = BufferPlan{s0, wrote.steps, kRouteV2, 0};
+    }
+  }
+  plans[b] = plan;
+}
+
+__global__ void __launch_bounds__(kEntropyWarps * 32)
+    zstd_entropy_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena) {
+  __shared__ zl::ZstdTables tables[kEntropyWarps];
+  const unsigned lane = threadIdx.x & 31u, w = threadIdx.x / 32;
+  const WarpTeam team{lane};
+  const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
+  for (;;) {
+    unsigned long long k = 0;
+    if (lane == 0) k = atomicAdd(&counters->entropy_queue, 1ull);
+    k = __shfl_sync(0xFFFFFFFFu, k, 0);
+    if (k >= total) break;
+    zl::BlockStep st = steps[k];
+    if (st.kind != zl::kStepCompressed) continue;
+    const auto* p = static_cast<const zl::u8*>(src[st.owner]);
+    zl::decode_block_entropy(team, p, &st, &tables[w], arena + st.scratch);
+    if (lane == 0) {
+      steps[k].status = st.status;
+      steps[k].n_ok = st.n_ok;
+      for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
+    }
+    __syncwarp();
+  }
+}
+
+__global__ void __launch_bounds__(kExecWarps * 32)
+    zstd_execute_kernel(const void* const* src, void* const* dst, const std::size_t* dst_sizes, DecodeStatus* status,
+                        std::size_t num_buffers, const BufferPlan* plans, const zl::BlockStep* steps,
+                        const unsigned char* arena, bool verify) {
+  __shared__ zl::u64 xxh[kExecWarps][4];
+  const std::size_t b = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x & 31u;
+  if (b >= num_buffers) return;
+  const BufferPlan plan = plans[b];
+  if (plan.route != kRouteV2) return;
+  const WarpTeam team{lane};
+  const DecodeStatus s =
+      zl::execute_steps(team, static_cast<const zl::u8*>(src[b]), steps + plan.first_step, plan.num_steps, arena,
+                        static_cast<zl::u8*>(dst[b]), dst_sizes[b], verify, xxh[threadIdx.x / 32]);
+  if (lane == 0) status[b] = s;
+}
+
 std::size_t warps_for(std::size_t num_buffers) {
   return num_buffers < kZstdBatchMaxWarps ? (num_buffers ? num_buffers : 1) : kZstdBatchMaxWarps;
+}
+
+// Bytes of version 2's bookkeeping before the workspaces: counters and the buffer plans.
+std::size_t v2_head_bytes(std::size_t num_buffers) {
+  return kHeaderBytes + align_up(num_buffers * sizeof(BufferPlan));
+}
+
+// The smallest scratch with which version 2 is tried: bookkeeping, one workspace, and room
+// for some steps and one block's scratch.
+std::size_t v2_min_bytes(std::size_t num_buffers) {
+  return v2_head_bytes(num_buffers) + kWorkspaceStride + (1u << 20);
+}
+
+int entropy_blocks() {
+  int dev = 0, sms = 0, per_sm = 0;
+  CS_CUDA_CHECK(cudaGetDevice(&dev));
+  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_entropy_kernel, kEntropyWarps * 32, 0));
+  return sms * (per_sm > 0 ? per_sm : 1);
 }
 
 }  // namespace
 
 std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers) {
   return kHeaderBytes + warps_for(num_buffers) * kWorkspaceStride + kScratchAlign;
+}
+
+std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers, std::size_t total_decoded_bytes) {
+  // Arena: literals (at most the decoded bytes) and 12-byte sequence records (ERA5-like
+  // fields at levels 3-5: ~0.12 sequences per decoded byte, 1.4 bytes per byte), plus a
+  // partly used last block per buffer. Steps: kStepShare-th of the rest.
+  const std::size_t arena = 2 * total_decoded_bytes + num_buffers * (256u << 10);
+  const std::size_t rest = arena + arena / (kStepShare - 1) + 2 * kScratchAlign;
+  const std::size_t warps = num_buffers < kFallbackWarps ? (num_buffers ? num_buffers : 1) : kFallbackWarps;
+  return v2_head_bytes(num_buffers) + warps * kWorkspaceStride + rest + kScratchAlign;
 }
 
 std::size_t zstd_batch_min_scratch_bytes() { return kHeaderBytes + kWorkspaceStride + kScratchAlign; }
@@ -101,20 +261,48 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
                                                  std::to_string(zstd_batch_min_scratch_bytes()) + " needed");
   }
   nvtxRangePushA("cubestream::cuda::zstd_batch_decode");
-  // Align the scratch start; the first 256 bytes hold the queue counter.
+  // Align the scratch start; the first 256 bytes hold the counters.
   const auto addr = reinterpret_cast<std::uintptr_t>(d_scratch);
   const std::size_t pad = (kScratchAlign - addr % kScratchAlign) % kScratchAlign;
   auto* base = static_cast<unsigned char*>(d_scratch) + pad;
-  const std::size_t usable = scratch_bytes - pad - kHeaderBytes;
-  std::size_t warps = usable / kWorkspaceStride;
-  if (warps > warps_for(num_buffers)) warps = warps_for(num_buffers);
-  auto* queue = reinterpret_cast<unsigned long long*>(base);
-  CS_CUDA_CHECK(cudaMemsetAsync(queue, 0, sizeof(unsigned long long), stream));
+  const std::size_t usable = scratch_bytes - pad;
+  CS_CUDA_CHECK(cudaMemsetAsync(base, 0, kHeaderBytes, stream));
   const unsigned threads = kWarpsPerBlock * 32;
-  const unsigned blocks = static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  zstd_decode_warp_kernel<<<blocks, threads, 0, stream>>>(d_src, d_src_sizes, d_dst, d_dst_sizes, d_status,
-                                                          num_buffers, queue, base + kHeaderBytes, warps,
-                                                          verify_checksum);
+  // CUBESTREAM_ZSTD_V1=1 forces version 1, for comparisons (bench/gpu_zstd_bench.cu).
+  const char* force = std::getenv("CUBESTREAM_ZSTD_V1");
+  if (usable < v2_min_bytes(num_buffers) || (force && force[0] == '1')) {
+    // Version 1 only: every warp a workspace.
+    std::size_t warps = (usable - kHeaderBytes) / kWorkspaceStride;
+    if (warps > warps_for(num_buffers)) warps = warps_for(num_buffers);
+    const unsigned blocks = static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    zstd_decode_warp_kernel<<<blocks, threads, 0, stream>>>(
+        d_src, d_src_sizes, d_dst, d_dst_sizes, d_status, num_buffers, reinterpret_cast<unsigned long long*>(base),
+        base + kHeaderBytes, warps, nullptr, verify_checksum);
+  } else {
+    auto* counters = reinterpret_cast<Counters*>(base);
+    auto* plans = reinterpret_cast<BufferPlan*>(base + kHeaderBytes);
+    unsigned char* ws = base + v2_head_bytes(num_buffers);
+    std::size_t rest = usable - v2_head_bytes(num_buffers);
+    std::size_t v1_warps = (rest - (1u << 20)) / kWorkspaceStride;
+    if (v1_warps > kFallbackWarps) v1_warps = kFallbackWarps;
+    if (v1_warps > num_buffers) v1_warps = num_buffers;
+    rest -= v1_warps * kWorkspaceStride;
+    const std::size_t step_bytes = align_up(rest / kStepShare);
+    auto* steps = reinterpret_cast<zl::BlockStep*>(ws + v1_warps * kWorkspaceStride);
+    const unsigned long long step_cap = step_bytes / sizeof(zl::BlockStep);
+    unsigned char* arena = reinterpret_cast<unsigned char*>(steps) + step_bytes;
+    const unsigned long long arena_cap = rest > step_bytes ? rest - step_bytes : 0;
+    zstd_plan_kernel<<<static_cast<unsigned>((num_buffers + kPlanThreads - 1) / kPlanThreads), kPlanThreads, 0,
+                       stream>>>(d_src, d_src_sizes, num_buffers, counters, plans, steps, step_cap, arena_cap);
+    zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena);
+    zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
+                          stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
+                                    verify_checksum);
+    // Whatever did not fit: version 1, on the buffers the plan marked.
+    zstd_decode_warp_kernel<<<static_cast<unsigned>((v1_warps + kWarpsPerBlock - 1) / kWarpsPerBlock), threads, 0,
+                              stream>>>(d_src, d_src_sizes, d_dst, d_dst_sizes, d_status, num_buffers,
+                                        &counters->v1_queue, ws, v1_warps, plans, verify_checksum);
+  }
   const cudaError_t launch = cudaGetLastError();
   nvtxRangePop();
   CS_CUDA_CHECK(launch);

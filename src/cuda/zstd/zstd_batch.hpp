@@ -1,7 +1,7 @@
 // Batched Zstandard decoding on the GPU (issue 4), CUB-style: ask for the scratch size once,
 // then decode N device buffers with one stream-ordered call.
 //
-//   std::size_t bytes = zstd_batch_scratch_bytes(n);
+//   std::size_t bytes = zstd_batch_scratch_bytes(n, sum_of_decoded_sizes);
 //   void* d_scratch;  cudaMallocAsync(&d_scratch, bytes, stream);
 //   zstd_batch_decode(d_src, d_src_sizes, d_dst, d_dst_sizes, d_status, n, d_scratch, bytes,
 //                     /*verify_checksum=*/false, stream);
@@ -12,7 +12,8 @@
 // DecodeStatus (kOk, kCorrupt, kWrongSize, kDictionary, kChecksumMismatch). Entries with
 // d_src_sizes[i] == 0 are skipped and their status is left untouched. The call neither
 // synchronises with the host nor allocates. The decoder is the shared logic in
-// src/codec/logic/zstd, run by one warp per buffer; docs/gpu_zstd.md describes the design.
+// src/codec/logic/zstd (split.hpp: plan, entropy and execution passes over all blocks of the
+// batch; decoder.hpp: the one-pass decoder of version 1); docs/gpu_zstd.md describes it.
 //
 // This header needs no CUDA headers. A build without CUDA links the same functions, which
 // throw cubestream::Error(kUnsupported, "built without CUDA").
@@ -28,9 +29,15 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace cubestream::cuda {
 
-// Scratch needed to decode `num_buffers` buffers with the most parallelism the kernel uses
-// (one ~140 KiB workspace per warp, at most kZstdBatchMaxWarps warps). A smaller scratch
-// still works, down to zstd_batch_min_scratch_bytes(): fewer warps then share the buffers.
+// Scratch for the fast path (version 2: every block of the batch in flight), given the sum of
+// d_dst_sizes (known from the Zarr metadata): about twice the decoded bytes, for the decoded
+// literals and sequence records of every block. Any scratch from zstd_batch_min_scratch_bytes()
+// up works and gives the same results: buffers whose blocks do not fit the scratch, and every
+// buffer when it is too small for version 2's bookkeeping, are decoded by version 1 (one warp
+// per buffer, one ~145 KiB workspace per warp), which is several times slower.
+std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers, std::size_t total_decoded_bytes);
+// Version 1's size: one workspace per buffer, at most kZstdBatchMaxWarps; not enough for
+// version 2 with chunks of more than ~64 KiB (see above).
 std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers);
 std::size_t zstd_batch_min_scratch_bytes();
 

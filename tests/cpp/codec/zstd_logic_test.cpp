@@ -14,6 +14,7 @@
 #include <string>
 
 #include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/split.hpp"
 #include "codec/logic/zstd/xxhash64.hpp"
 #include "codec_test_util.hpp"
 #include "zstd_test_data.hpp"
@@ -25,15 +26,62 @@ using cubestream::codec::logic::DecodeStatus;
 using cubestream::codec::logic::decode_status_name;
 using namespace cs_zstd_test;
 
+// The three passes of split.hpp (the GPU decoder's version 2), run here by one thread:
+// plan the buffer (counting, then writing the steps), decode every compressed block's
+// entropy (in reverse block order when `reverse`, each block with table space filled with
+// garbage, which shows that a block needs nothing from the blocks decoded before it), then
+// execute the steps. Exact-size heap buffers, so that AddressSanitizer sees any overrun.
+struct SplitStats {
+  long blocks = 0;          // compressed blocks decoded
+  long cross_refs = 0;      // ... whose tree or a sequence table was described by an earlier block
+  long sym_records = 0;     // sequence records with a repeat offset resolved only at execution
+};
+SplitStats g_split;
+
+DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* dst, std::size_t size, bool verify,
+                          bool reverse) {
+  short norm[zl::kFseMaxSymbols];
+  zl::PlanTotals count{}, wrote{};
+  zl::plan_buffer(src, n, nullptr, 0, norm, &count);
+  std::vector<zl::BlockStep> steps(count.steps);
+  zl::plan_buffer(src, n, steps.data(), 0, norm, &wrote);
+  EXPECT_EQ(count.steps, wrote.steps);
+  EXPECT_EQ(count.scratch, wrote.scratch);
+  std::unique_ptr<std::uint8_t[]> scratch(new std::uint8_t[count.scratch ? count.scratch : 1]);
+  std::unique_ptr<zl::ZstdTables> tables(new zl::ZstdTables);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    zl::BlockStep& st = steps[reverse ? steps.size() - 1 - k : k];
+    if (st.kind != zl::kStepCompressed) continue;
+    if (reverse) std::memset(static_cast<void*>(tables.get()), 0xA5, sizeof(zl::ZstdTables));
+    zl::decode_block_entropy(zl::SerialTeam{}, src, &st, tables.get(), scratch.get() + st.scratch);
+    ++g_split.blocks;
+    bool cross = st.lit_type == 3;
+    for (const auto& c : st.code) cross = cross || (st.nb_seq > 0 && c.at < st.at);
+    g_split.cross_refs += cross;
+    const auto* rec_ll = reinterpret_cast<const std::uint32_t*>(scratch.get() + st.scratch + zl::step_lit_bytes(st));
+    for (std::uint32_t i = 0; i < st.n_ok; ++i) g_split.sym_records += (rec_ll[i] & zl::kRecSym) != 0;
+  }
+  std::uint64_t acc[4];
+  return zl::execute_steps(zl::SerialTeam{}, src, steps.data(), steps.size(), scratch.get(), dst, size, verify, acc);
+}
+
 // Decodes into a heap buffer of exactly `size` bytes (so AddressSanitizer sees any write
-// past it) with a fresh heap workspace.
+// past it) with a fresh heap workspace. Every call also runs the split passes, which must give
+// the same status and, when ok, the same bytes.
 DecodeStatus shared_decode(const Bytes& enc, std::size_t size, Bytes* out, bool verify = true) {
   static std::unique_ptr<zl::ZstdWorkspace> ws(new zl::ZstdWorkspace);
+  static int calls = 0;
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size ? size : 1]);
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[enc.size() ? enc.size() : 1]);
   if (!enc.empty()) std::memcpy(src.get(), enc.data(), enc.size());
   const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), enc.size(), dst.get(), size, ws.get(), verify);
   out->assign(dst.get(), dst.get() + size);
+  std::unique_ptr<std::uint8_t[]> dst2(new std::uint8_t[size ? size : 1]);
+  const DecodeStatus s2 = split_decode(src.get(), enc.size(), dst2.get(), size, verify, (calls++ % 2) == 1);
+  EXPECT_STREQ(decode_status_name(s2), decode_status_name(s)) << "split passes vs one pass, call " << calls;
+  if (s == DecodeStatus::kOk && s2 == DecodeStatus::kOk) {
+    EXPECT_TRUE(std::memcmp(dst.get(), dst2.get(), size) == 0) << "split passes: bytes differ, call " << calls;
+  }
   return s;
 }
 
@@ -350,6 +398,62 @@ TEST(ZstdLogic, MutatedAndTruncatedFramesNeverMisbehave) {
   std::printf("[ZstdLogic] %d damaged frames: %d decoded (%d where libzstd refused), %d rejected\n", runs, ok,
               lenient, rejected);
   EXPECT_GT(rejected, runs / 2);
+}
+
+// Multi-block frames use what version 2 must carry between blocks: treeless
+// literals and Repeat_Mode tables (described by an earlier block) and repeat offsets that
+// reach back past the block start (stored symbolically by the entropy pass). This checks that
+// the corpus above really exercised them, and one frame in isolation.
+TEST(ZstdLogic, SplitPassesCarryTablesAndRepeatOffsetsAcrossBlocks) {
+  const SplitStats before = g_split;
+  for (const auto& kind : cs_codec_test::kDataKinds) {
+    const Bytes src = kind.make(1u << 20);
+    for (int level : {1, 3, 5}) {
+      expect_decodes(zstd_plain(src, level), src);
+      expect_decodes(zstd_streamed(src, level, 20000, false), src);
+    }
+  }
+  EXPECT_GT(g_split.cross_refs - before.cross_refs, 0) << "no block reused an earlier block's table";
+  EXPECT_GT(g_split.sym_records - before.sym_records, 0) << "no symbolic repeat offset";
+  std::printf("[ZstdLogic] split passes so far: %ld compressed blocks, %ld with tables from earlier blocks, %ld "
+              "symbolic repeat offsets\n",
+              g_split.blocks, g_split.cross_refs, g_split.sym_records);
+}
+
+// The plan of a buffer: one step per frame, block and frame end, errors as a last step in
+// the place the one-pass decoder finds them.
+TEST(ZstdLogic, SplitPlanSteps) {
+  short norm[zl::kFseMaxSymbols];
+  const Bytes a = era5_bytes(300000, 8);
+  const Bytes enc = cat({skippable(2, cs_codec_test::random_bytes(10)), zstd_frame(a, {3, true, true}),
+                         zstd_frame({}, {1, false, false})});
+  zl::PlanTotals t{};
+  zl::plan_buffer(enc.data(), enc.size(), nullptr, 0, norm, &t);
+  std::vector<zl::BlockStep> steps(t.steps);
+  zl::plan_buffer(enc.data(), enc.size(), steps.data(), 0, norm, &t);
+  // 300000 bytes: 3 blocks (128 KiB max); the empty frame has one empty raw block.
+  ASSERT_EQ(steps.size(), 1u + 3 + 1 + 1 + 1 + 1);
+  EXPECT_EQ(steps[0].kind, zl::kStepFrame);
+  EXPECT_EQ(steps[0].size, a.size());
+  EXPECT_EQ(steps[0].flags, zl::kStepHasContentSize | zl::kStepHasChecksum);
+  for (int k = 1; k <= 3; ++k) EXPECT_EQ(steps[k].kind, zl::kStepCompressed);
+  EXPECT_EQ(steps[4].kind, zl::kStepFrameEnd);
+  EXPECT_EQ(steps[5].kind, zl::kStepFrame);
+  EXPECT_EQ(steps[6].kind, zl::kStepRaw);
+  EXPECT_EQ(steps[6].size, 0u);
+  EXPECT_EQ(steps[7].kind, zl::kStepFrameEnd);
+  std::uint64_t need = 0;
+  for (const auto& s : steps) need += s.kind == zl::kStepCompressed ? zl::step_scratch_bytes(s) : 0;
+  EXPECT_EQ(need, t.scratch);
+  // cut inside the second block: the first block stays, then an error step
+  const Bytes cut(enc.begin(), enc.begin() + static_cast<long>(steps[2].at + 10));
+  zl::plan_buffer(cut.data(), cut.size(), nullptr, 0, norm, &t);
+  std::vector<zl::BlockStep> cs(t.steps);
+  zl::plan_buffer(cut.data(), cut.size(), cs.data(), 0, norm, &t);
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_EQ(cs[1].kind, zl::kStepCompressed);
+  EXPECT_EQ(cs[2].kind, zl::kStepError);
+  EXPECT_EQ(cs[2].status, static_cast<std::uint32_t>(DecodeStatus::kCorrupt));
 }
 
 TEST(ZstdLogic, CaseCount) { std::printf("[ZstdLogic] %d differential cases outside the level sweep\n", g_cases); }

@@ -56,11 +56,21 @@ CS_HD inline std::size_t min_size(std::size_t a, std::size_t b) { return a < b ?
 // Huffman streams) by rank. SerialTeam is the host's team of one; the CUDA build adds a warp
 // team (src/cuda/zstd/zstd_batch.cu). A member must call sync() after writing memory that
 // other members read next.
+//
+// The sequence execution of split.hpp also needs the team's collective operations: an
+// inclusive prefix sum over the members in rank order (scan_add), a bit mask of the members
+// for which a condition holds (ballot; bit r for rank r), the lowest rank in such a mask, and
+// a value of another member (shfl). For the team of one they are the identity.
 struct SerialTeam {
   CS_HD unsigned rank() const { return 0; }
   CS_HD unsigned size() const { return 1; }
   CS_HD void sync() const {}
   CS_HD bool any(bool b) const { return b; }
+  CS_HD u64 scan_add(u64 v) const { return v; }
+  CS_HD u32 ballot(bool b) const { return b ? 1u : 0u; }
+  CS_HD u32 lowest(u32) const { return 0; }
+  CS_HD u32 shfl(u32 v, u32) const { return v; }
+  CS_HD u64 shfl(u64 v, u32) const { return v; }
 };
 
 // ---- forward bit reader --------------------------------------------------------------------

@@ -94,7 +94,7 @@ CS_HD DecodeStatus decode_frame(const Team& team, const u8* src, std::size_t n, 
   // Section 3.1.1.2.3: Block_Maximum_Size = min(Window_Size, 128 KiB).
   const std::size_t block_max = h.window_size < kBlockSizeMax ? static_cast<std::size_t>(h.window_size) : kBlockSizeMax;
   // Entropy tables and repeat offsets start fresh in every frame (section 3.1.2.5: 1, 4, 8).
-  ws->huf_valid = ws->ll_valid = ws->ml_valid = ws->of_valid = 0;
+  ws->t.huf_valid = ws->t.ll_valid = ws->t.ml_valid = ws->t.of_valid = 0;
   RepeatOffsets reps{{1, 4, 8}};
   std::size_t p = h.header_bytes;
   std::size_t o = 0;
@@ -126,8 +126,8 @@ CS_HD DecodeStatus decode_frame(const Team& team, const u8* src, std::size_t n, 
       CS_ZSTD_REQUIRE(size <= n - p, kCorrupt);
       Literals lits{nullptr, 0};
       std::size_t lit_bytes = 0;
-      CS_ZSTD_TRY(decode_literals(team, src + p, size, ws, &lits, &lit_bytes));
-      CS_ZSTD_TRY(decode_and_execute_sequences(team, src + p + lit_bytes, size - lit_bytes, lits, ws, &reps, out,
+      CS_ZSTD_TRY(decode_literals(team, src + p, size, &ws->t, ws->literals, &lits, &lit_bytes));
+      CS_ZSTD_TRY(decode_and_execute_sequences(team, src + p + lit_bytes, size - lit_bytes, lits, &ws->t, &reps, out,
                                                cap, &o));
       p += size;
     }

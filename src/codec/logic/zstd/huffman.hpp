@@ -16,7 +16,7 @@ namespace cubestream::codec::logic::zstd {
 // update needs more bits than remain (the missing bits read as zero), the other state's
 // symbol is the last weight. At most 255 weights are written (the last symbol's is implied).
 template <class Team>
-CS_HD DecodeStatus decode_fse_weights(const Team& team, const u8* src, std::size_t n, ZstdWorkspace* ws,
+CS_HD DecodeStatus decode_fse_weights(const Team& team, const u8* src, std::size_t n, ZstdTables* ws,
                                       u32* num_weights) {
   u32 symbols = 0, log = 0;
   std::size_t used = 0;
@@ -59,7 +59,7 @@ CS_HD DecodeStatus decode_fse_weights(const Team& team, const u8* src, std::size
 // nbits = log + 1 - weight (weight 0: symbol absent). The last symbol's weight is implied:
 // the one that makes the sum of 2^(weight-1) a power of two, 2^log.
 template <class Team>
-CS_HD DecodeStatus read_huffman_tree(const Team& team, const u8* src, std::size_t n, ZstdWorkspace* ws,
+CS_HD DecodeStatus read_huffman_tree(const Team& team, const u8* src, std::size_t n, ZstdTables* ws,
                                      std::size_t* used) {
   CS_ZSTD_REQUIRE(n >= 1, kCorrupt);
   const u32 header = src[0];
@@ -125,7 +125,7 @@ CS_HD DecodeStatus read_huffman_tree(const Team& team, const u8* src, std::size_
 // Decodes one Huffman stream (section 4.2.2) of `count` symbols into out: each step looks
 // up the next huf_log bits, emits the symbol and consumes its code length. The stream must
 // end exactly on its first bit.
-CS_HD inline DecodeStatus decode_huffman_stream(const ZstdWorkspace* ws, const u8* src, std::size_t n, u8* out,
+CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* src, std::size_t n, u8* out,
                                                 std::size_t count) {
   BackwardBits bits;
   CS_ZSTD_TRY(bits.init(src, n));

@@ -46,7 +46,7 @@ CS_HD inline u32 ml_bits(u32 code) {
 template <class Team>
 CS_HD DecodeStatus build_sequence_table(const Team& team, u32 mode, const u8* src, std::size_t n, u32 max_symbol,
                                         u32 max_log, const short* default_norm, u32 default_count,
-                                        u32 default_log, ZstdWorkspace* ws, FseEntry* table, u32* log, u32* valid,
+                                        u32 default_log, ZstdTables* ws, FseEntry* table, u32* log, u32* valid,
                                         std::size_t* used) {
   *used = 0;
   if (mode == 3) {
@@ -79,10 +79,115 @@ CS_HD DecodeStatus build_sequence_table(const Team& team, u32 mode, const u8* sr
   return DecodeStatus::kOk;
 }
 
+// Which of the three sequence codes a table is for, with its limits and default
+// distribution (section 3.1.1.3.2.1 and 3.1.1.3.2.2).
+enum class SeqCode : u32 { kLiteralLength = 0, kOffset = 1, kMatchLength = 2 };
+
+// Builds the table of one code in `mode` (0-3) from src[0, n); see build_sequence_table.
+template <class Team>
+CS_HD DecodeStatus build_code_table(const Team& team, SeqCode code, u32 mode, const u8* src, std::size_t n,
+                                    ZstdTables* ws, std::size_t* used) {
+  if (code == SeqCode::kLiteralLength) {
+    return build_sequence_table(team, mode, src, n, kLlMaxSymbol, kLlMaxLog, ll_default_norm(), 36, kLlDefaultLog, ws,
+                                ws->ll, &ws->ll_log, &ws->ll_valid, used);
+  }
+  if (code == SeqCode::kOffset) {
+    return build_sequence_table(team, mode, src, n, kOfMaxSymbol, kOfMaxLog, of_default_norm(), 29, kOfDefaultLog, ws,
+                                ws->of, &ws->of_log, &ws->of_valid, used);
+  }
+  return build_sequence_table(team, mode, src, n, kMlMaxSymbol, kMlMaxLog, ml_default_norm(), 53, kMlDefaultLog, ws,
+                              ws->ml, &ws->ml_log, &ws->ml_valid, used);
+}
+
+// Section 3.1.1.3.2.1: Number_of_Sequences in 1-3 bytes at the start of the sequences
+// section src[0, n); byte0 < 128: byte0; < 255: ((byte0 - 128) << 8) + byte1; 255: byte1 +
+// (byte2 << 8) + 0x7F00.
+CS_HD inline DecodeStatus read_sequence_count(const u8* src, std::size_t n, u32* nb_seq, std::size_t* used) {
+  CS_ZSTD_REQUIRE(n >= 1, kCorrupt);
+  u32 v = src[0];
+  if (v < 128) {
+    *used = 1;
+  } else if (v < 255) {
+    CS_ZSTD_REQUIRE(n >= 2, kCorrupt);
+    v = ((v - 128) << 8) + src[1];
+    *used = 2;
+  } else {
+    CS_ZSTD_REQUIRE(n >= 3, kCorrupt);
+    v = load_le16(src + 1) + 0x7F00;
+    *used = 3;
+  }
+  *nb_seq = v;
+  return DecodeStatus::kOk;
+}
+
+// The backward sequence stream (section 3.1.1.3.2.2) read with the three tables of `ws`.
+struct SequenceStream {
+  BackwardBits bits;
+  u32 ll_state, of_state, ml_state;
+
+  // Initial states in the order LL, OF, ML.
+  CS_HD DecodeStatus init(const ZstdTables* ws, const u8* src, std::size_t n) {
+    CS_ZSTD_TRY(bits.init(src, n));
+    ll_state = static_cast<u32>(bits.read(ws->ll_log));
+    of_state = static_cast<u32>(bits.read(ws->of_log));
+    ml_state = static_cast<u32>(bits.read(ws->ml_log));
+    return DecodeStatus::kOk;
+  }
+
+  // Decodes the next sequence: literal length, match length and Offset_Value (section
+  // 3.1.1.3.2.1.1: offset codes carry `code` extra bits on top of 1 << code). The states
+  // advance unless this is the last sequence.
+  CS_HD DecodeStatus next(const ZstdTables* ws, bool last, u32* ll, u32* ml, u64* of_value) {
+    const FseEntry lle = ws->ll[ll_state], ofe = ws->of[of_state], mle = ws->ml[ml_state];
+    // Extra bits in the order offset, match length, literal length.
+    const u32 of_code = ofe.symbol;
+    *of_value = (u64(1) << of_code) + bits.read(of_code);
+    *ml = ml_base(mle.symbol) + static_cast<u32>(bits.read(ml_bits(mle.symbol)));
+    *ll = ll_base(lle.symbol) + static_cast<u32>(bits.read(ll_bits(lle.symbol)));
+    if (!last) {  // state updates in the order LL, ML, OF; none after the last
+      ll_state = lle.base + static_cast<u32>(bits.read(lle.nbits));
+      ml_state = mle.base + static_cast<u32>(bits.read(mle.nbits));
+      of_state = ofe.base + static_cast<u32>(bits.read(ofe.nbits));
+    }
+    CS_ZSTD_REQUIRE(!bits.overflow, kCorrupt);
+    return DecodeStatus::kOk;
+  }
+};
+
 // Repeat offsets (section 3.1.2.5), carried from block to block within a frame.
 struct RepeatOffsets {
   u64 rep[3];
 };
+
+// Section 3.1.2.5: Offset_Value 1-3 names a repeat offset (shifted by one when the literal
+// length is 0, where the value 3 means rep[0] - 1); larger values are offset + 3. The used
+// offset moves to the front of the list. Written on plain u64 arithmetic so that it works on
+// the symbolic entries of split.hpp too (there "rep[0] - 1" decrements an encoded count, and
+// the zero check is left to execution).
+CS_HD inline DecodeStatus update_repeat_offsets(RepeatOffsets* reps, u64 of_value, u32 ll, u64* offset) {
+  if (of_value > 3) {
+    *offset = of_value - 3;
+    reps->rep[2] = reps->rep[1];
+    reps->rep[1] = reps->rep[0];
+    reps->rep[0] = *offset;
+    return DecodeStatus::kOk;
+  }
+  const u32 idx = static_cast<u32>(of_value) - 1 + (ll == 0 ? 1 : 0);
+  if (idx == 0) {
+    *offset = reps->rep[0];
+  } else if (idx == 1) {
+    *offset = reps->rep[1];
+    reps->rep[1] = reps->rep[0];
+    reps->rep[0] = *offset;
+  } else {
+    *offset = idx == 2 ? reps->rep[2] : reps->rep[0] - 1;
+    CS_ZSTD_REQUIRE(*offset != 0, kCorrupt);
+    reps->rep[2] = reps->rep[1];
+    reps->rep[1] = reps->rep[0];
+    reps->rep[0] = *offset;
+  }
+  return DecodeStatus::kOk;
+}
 
 // Copies n bytes between non-overlapping ranges, split over the team.
 template <class Team>
@@ -93,7 +198,45 @@ CS_HD void team_copy(const Team& team, u8* d, const u8* s, std::size_t n) {
     return;
   }
 #endif
+#if CS_DEVICE_PASS
+  // Same offset modulo 16 (literal runs and raw blocks that start on a block boundary): bytes
+  // up to the next 16-byte boundary of d, then one 16-byte load and store per member and
+  // step, four steps in flight, then the tail.
+  if (((reinterpret_cast<std::uintptr_t>(d) ^ reinterpret_cast<std::uintptr_t>(s)) & 15) == 0 && n >= 64) {
+    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15;
+    if (team.rank() < head) d[team.rank()] = s[team.rank()];
+    uint4* dv = reinterpret_cast<uint4*>(d + head);
+    const uint4* sv = reinterpret_cast<const uint4*>(s + head);
+    const std::size_t nv = (n - head) / 16;
+    const std::size_t step = team.size();
+    std::size_t i = team.rank();
+    for (; i + 3 * step < nv; i += 4 * step) {
+      const uint4 a = sv[i], b = sv[i + step], c = sv[i + 2 * step], e = sv[i + 3 * step];
+      dv[i] = a;
+      dv[i + step] = b;
+      dv[i + 2 * step] = c;
+      dv[i + 3 * step] = e;
+    }
+    for (; i < nv; i += step) dv[i] = sv[i];
+    for (std::size_t t = head + nv * 16 + team.rank(); t < n; t += step) d[t] = s[t];
+    return;
+  }
+  // Otherwise bytes, four loads in flight per member.
+  {
+    const std::size_t step = team.size();
+    std::size_t i = team.rank();
+    for (; i + 3 * step < n; i += 4 * step) {
+      const u8 a = s[i], b = s[i + step], c = s[i + 2 * step], e = s[i + 3 * step];
+      d[i] = a;
+      d[i + step] = b;
+      d[i + 2 * step] = c;
+      d[i + 3 * step] = e;
+    }
+    for (; i < n; i += step) d[i] = s[i];
+  }
+#else
   for (std::size_t i = team.rank(); i < n; i += team.size()) d[i] = s[i];
+#endif
 }
 
 // The match copy of section 3.1.2: n bytes from `off` bytes back, where the source may
@@ -125,23 +268,11 @@ CS_HD void team_match_copy(const Team& team, u8* d, std::size_t off, std::size_t
 // `cap` are available). A block produces at most kBlockSizeMax bytes.
 template <class Team>
 CS_HD DecodeStatus decode_and_execute_sequences(const Team& team, const u8* src, std::size_t n, const Literals& lits,
-                                                ZstdWorkspace* ws, RepeatOffsets* reps, u8* out, std::size_t cap,
+                                                ZstdTables* ws, RepeatOffsets* reps, u8* out, std::size_t cap,
                                                 std::size_t* pos) {
-  // Section 3.1.1.3.2.1: Number_of_Sequences in 1-3 bytes.
-  CS_ZSTD_REQUIRE(n >= 1, kCorrupt);
   std::size_t p = 0;
-  u32 nb_seq = src[0];
-  if (nb_seq < 128) {
-    p = 1;
-  } else if (nb_seq < 255) {
-    CS_ZSTD_REQUIRE(n >= 2, kCorrupt);
-    nb_seq = ((nb_seq - 128) << 8) + src[1];
-    p = 2;
-  } else {
-    CS_ZSTD_REQUIRE(n >= 3, kCorrupt);
-    nb_seq = load_le16(src + 1) + 0x7F00;
-    p = 3;
-  }
+  u32 nb_seq = 0;
+  CS_ZSTD_TRY(read_sequence_count(src, n, &nb_seq, &p));
   const std::size_t block_start = *pos;
   std::size_t o = *pos;
   std::size_t lit_pos = 0;
@@ -152,68 +283,22 @@ CS_HD DecodeStatus decode_and_execute_sequences(const Team& team, const u8* src,
     CS_ZSTD_REQUIRE(p < n, kCorrupt);
     const u32 modes = src[p++];
     CS_ZSTD_REQUIRE((modes & 3) == 0, kCorrupt);  // reserved bits
-    std::size_t used = 0;
     // The table descriptions follow in the order literal lengths, offsets, match lengths.
-    CS_ZSTD_TRY(build_sequence_table(team, modes >> 6, src + p, n - p, kLlMaxSymbol, kLlMaxLog, ll_default_norm(), 36,
-                                     kLlDefaultLog, ws, ws->ll, &ws->ll_log, &ws->ll_valid, &used));
-    p += used;
-    CS_ZSTD_TRY(build_sequence_table(team, (modes >> 4) & 3, src + p, n - p, kOfMaxSymbol, kOfMaxLog,
-                                     of_default_norm(), 29, kOfDefaultLog, ws, ws->of, &ws->of_log, &ws->of_valid,
-                                     &used));
-    p += used;
-    CS_ZSTD_TRY(build_sequence_table(team, (modes >> 2) & 3, src + p, n - p, kMlMaxSymbol, kMlMaxLog,
-                                     ml_default_norm(), 53, kMlDefaultLog, ws, ws->ml, &ws->ml_log, &ws->ml_valid,
-                                     &used));
-    p += used;
+    for (u32 c = 0; c < 3; ++c) {
+      std::size_t used = 0;
+      CS_ZSTD_TRY(build_code_table(team, static_cast<SeqCode>(c), (modes >> (6 - 2 * c)) & 3, src + p, n - p, ws, &used));
+      p += used;
+    }
     CS_ZSTD_REQUIRE(p < n, kCorrupt);
-    // Section 3.1.1.3.2.2: a backward stream; initial states in the order LL, OF, ML.
-    BackwardBits bits;
-    CS_ZSTD_TRY(bits.init(src + p, n - p));
-    u32 ll_state = static_cast<u32>(bits.read(ws->ll_log));
-    u32 of_state = static_cast<u32>(bits.read(ws->of_log));
-    u32 ml_state = static_cast<u32>(bits.read(ws->ml_log));
-    const FseEntry* llt = ws->ll;
-    const FseEntry* oft = ws->of;
-    const FseEntry* mlt = ws->ml;
+    SequenceStream stream;
+    CS_ZSTD_TRY(stream.init(ws, src + p, n - p));
     std::size_t visible = o;  // every member sees out[0, visible)
     for (u32 i = 0; i < nb_seq; ++i) {
-      const FseEntry lle = llt[ll_state], ofe = oft[of_state], mle = mlt[ml_state];
-      // Extra bits in the order offset, match length, literal length.
-      const u32 of_code = ofe.symbol;
-      const u64 of_value = (u64(1) << of_code) + bits.read(of_code);
-      const std::size_t ml = ml_base(mle.symbol) + static_cast<std::size_t>(bits.read(ml_bits(mle.symbol)));
-      const std::size_t ll = ll_base(lle.symbol) + static_cast<std::size_t>(bits.read(ll_bits(lle.symbol)));
-      if (i + 1 < nb_seq) {  // state updates in the order LL, ML, OF; none after the last
-        ll_state = lle.base + static_cast<u32>(bits.read(lle.nbits));
-        ml_state = mle.base + static_cast<u32>(bits.read(mle.nbits));
-        of_state = ofe.base + static_cast<u32>(bits.read(ofe.nbits));
-      }
-      CS_ZSTD_REQUIRE(!bits.overflow, kCorrupt);
-      // Section 3.1.2.5: values 1-3 name repeat offsets (shifted by one when the literal
-      // length is 0, where value 3 means rep1 - 1); larger values are offset + 3. The used
-      // offset moves to the front of the repeat list.
-      u64 offset;
-      if (of_value > 3) {
-        offset = of_value - 3;
-        reps->rep[2] = reps->rep[1];
-        reps->rep[1] = reps->rep[0];
-        reps->rep[0] = offset;
-      } else {
-        const u32 idx = static_cast<u32>(of_value) - 1 + (ll == 0 ? 1 : 0);
-        if (idx == 0) {
-          offset = reps->rep[0];
-        } else if (idx == 1) {
-          offset = reps->rep[1];
-          reps->rep[1] = reps->rep[0];
-          reps->rep[0] = offset;
-        } else {
-          offset = idx == 2 ? reps->rep[2] : reps->rep[0] - 1;
-          CS_ZSTD_REQUIRE(offset != 0, kCorrupt);
-          reps->rep[2] = reps->rep[1];
-          reps->rep[1] = reps->rep[0];
-          reps->rep[0] = offset;
-        }
-      }
+      u32 ll32 = 0, ml32 = 0;
+      u64 of_value = 0, offset = 0;
+      CS_ZSTD_TRY(stream.next(ws, i + 1 == nb_seq, &ll32, &ml32, &of_value));
+      CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll32, &offset));
+      const std::size_t ll = ll32, ml = ml32;
       // Execution: ll literals, then ml bytes from `offset` back, within this frame.
       CS_ZSTD_REQUIRE(ll <= lits.size - lit_pos, kCorrupt);
       CS_ZSTD_REQUIRE(o - block_start + ll + ml <= kBlockSizeMax, kCorrupt);
@@ -232,7 +317,7 @@ CS_HD DecodeStatus decode_and_execute_sequences(const Team& team, const u8* src,
       team_match_copy(team, out + o, off, ml);
       o += ml;
     }
-    CS_ZSTD_REQUIRE(bits.finished_exactly(), kCorrupt);
+    CS_ZSTD_REQUIRE(stream.bits.finished_exactly(), kCorrupt);
   }
   // The literals left after the last sequence end the block.
   const std::size_t rest = lits.size - lit_pos;

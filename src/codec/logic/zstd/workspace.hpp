@@ -25,9 +25,10 @@ struct HufEntry {
   u8 nbits;
 };
 
-struct ZstdWorkspace {
-  // Decoded literals of the current block (a block's literals never exceed 128 KiB).
-  u8 literals[kBlockSizeMax];
+// The entropy tables of one frame, and the scratch used to build them (~11 KiB). Version 2
+// of the GPU decoder keeps one of these per warp in shared memory and decodes any block of a
+// frame with it, after rebuilding the tables that block uses (see split.hpp).
+struct ZstdTables {
   // Huffman decoding table, indexed by the next `huf_log` bits of a stream; kept across
   // blocks because a Treeless literals section reuses it (section 3.1.1.3.1.1).
   HufEntry huf[1u << kHufMaxLog];
@@ -39,10 +40,16 @@ struct ZstdWorkspace {
   short norm[kFseMaxSymbols];
   u16 next[kFseMaxSymbols];
   u8 weights[256];
-  u64 xxh_acc[4];
   u32 huf_log;
   u32 ll_log, ml_log, of_log;
   u32 huf_valid, ll_valid, ml_valid, of_valid;
+};
+
+struct ZstdWorkspace {
+  // Decoded literals of the current block (a block's literals never exceed 128 KiB).
+  u8 literals[kBlockSizeMax];
+  ZstdTables t;
+  u64 xxh_acc[4];
 };
 
 // Size in bytes the caller must provide per frame decoded at once.

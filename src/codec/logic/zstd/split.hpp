@@ -1,0 +1,557 @@
+// The Zstandard decoder split into three passes, for decoding many blocks at once (version 2
+// of the GPU decoder, docs/gpu_zstd.md). Same format logic as decoder.hpp, same statuses,
+// same bytes; the host tests run these passes with a SerialTeam against zstd_decompress and
+// libzstd.
+//
+//   1. plan_buffer (one thread per buffer): walks the frames and block headers and the
+//      literals/sequences section headers of a buffer and writes one BlockStep per frame,
+//      block, frame end or error. Records, per compressed block, where the Huffman tree and
+//      the three sequence-code tables it uses are described: its own section, or for treeless
+//      literals (section 3.1.1.3.1.1) and Repeat_Mode (section 3.1.1.3.2.1) an earlier block
+//      of the same frame. Also sizes each block's scratch (literals + sequence records).
+//   2. decode_block_entropy (one team per compressed block, all blocks of a batch at once):
+//      rebuilds the tables, decodes the literals into the block's scratch and the sequences
+//      into records (literal length, match length, offset). Repeat offsets depend on earlier
+//      blocks, so offsets that name a repeat offset are stored symbolically, relative to the
+//      repeat offsets at the block's start (see kSymTag).
+//   3. execute_steps (one team per buffer, blocks in order): resolves the symbolic offsets,
+//      and copies literals and matches into the output, a team's worth of sequences at a time.
+//
+// Errors come out in the order the one-pass decoder finds them: a header error becomes an
+// error step after the steps before it; an entropy error is reported after executing the
+// sequences decoded before it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/logic/zstd/common.hpp"
+#include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/literals.hpp"
+#include "codec/logic/zstd/sequences.hpp"
+#include "codec/logic/zstd/workspace.hpp"
+#include "codec/logic/zstd/xxhash64.hpp"
+
+namespace cubestream::codec::logic::zstd {
+
+enum StepKind : u32 {
+  kStepFrame = 0,       // a frame starts: size = Frame_Content_Size, flags
+  kStepRaw = 1,         // Raw_Block: size bytes at `at`
+  kStepRle = 2,         // RLE_Block: the byte at `at`, size times
+  kStepCompressed = 3,  // Compressed_Block: content src[at, at + size)
+  kStepFrameEnd = 4,    // the frame's blocks end; checksum at `at` when flagged
+  kStepError = 5,       // decoding stops here with `status`
+};
+
+inline constexpr u32 kStepHasContentSize = 1, kStepHasChecksum = 2;
+
+// Where a Huffman tree or sequence-code table is described: `mode` as in section
+// 3.1.1.3.2.1 (0 predefined, 1 RLE, 2 FSE; never 3, which is resolved to the defining block)
+// and the description at src[at, at + avail).
+struct TableRef {
+  u64 at;
+  u32 avail;
+  u32 mode;
+};
+
+struct BlockStep {
+  u32 kind;
+  u32 status;      // kStepError: the error; kStepCompressed: written by the entropy pass
+  u64 at;
+  u64 size;
+  u32 flags;       // kStepFrame
+  u32 lit_type;    // kStepCompressed from here on: literals type 0-3 (section 3.1.1.3.1.1)
+  u64 lit_at;      // raw literals: their offset in src
+  u32 lit_regen;   // Regenerated_Size of the literals
+  u32 nb_seq;      // Number_of_Sequences
+  u32 seq_cap;     // sequence records reserved in the scratch: min(nb_seq, kMaxStoredSeqs)
+  u32 n_ok;        // entropy pass: records written before `status` (all of them when ok)
+  u64 scratch;     // offset of the block's scratch: literals, then the three record arrays
+  u64 seq_at;      // the sequence bit stream: src[seq_at, seq_at + seq_avail)
+  u64 seq_avail;
+  TableRef huf;    // literals type 2 or 3: the tree description
+  TableRef code[3];  // literal lengths, offsets, match lengths
+  u64 reps_end[3];   // entropy pass: repeat offsets after the block, symbolic (kSymTag)
+  u64 owner;         // free for the caller (the GPU batch stores the buffer's index)
+};
+
+// A block decodes to at most 128 KiB and every sequence has a match of at least 3 bytes, so
+// a valid block has at most 43690 sequences plus trailing literals; the execution check
+// "block output <= 128 KiB" fails at sequence 43691 at the latest (3 * 43691 > 131072). So
+// no more records than this are needed to reproduce any status, whatever Number_of_Sequences
+// (up to 0x7F00 + 0xFFFF) a damaged block claims.
+inline constexpr u32 kMaxStoredSeqs = 43691;
+
+// Symbolic repeat offsets: the entropy pass starts each block with rep[i] = "the block's
+// incoming rep[i]" and runs update_repeat_offsets on them unchanged. An entry with bit 63 set
+// stands for "incoming rep[idx] - sub", stored as idx << 40 | (2^32 - sub), so that the
+// format's "rep[0] - 1" (section 3.1.2.5) is plain decrement. Real offsets are < 2^32.
+inline constexpr u64 kSymTag = u64(1) << 63;
+inline constexpr u64 kSymBase = u64(1) << 32;
+CS_HD inline u64 sym_rep(u32 idx) { return kSymTag | (u64(idx) << 40) | kSymBase; }
+CS_HD inline bool sym_is(u64 e) { return (e & kSymTag) != 0; }
+CS_HD inline u32 sym_idx(u64 e) { return static_cast<u32>((e >> 40) & 3); }
+CS_HD inline u64 sym_sub(u64 e) { return kSymBase - (e & ((u64(1) << 40) - 1)); }
+
+// Sequence records, three arrays of seq_cap u32 after the literals: the literal length with
+// a symbolic offset's tag (bit 31) and index (bits 29-30); the match length; the offset or,
+// when tagged, the amount subtracted. Literal lengths are < 2^17 (section 3.1.1.3.2.1.1).
+inline constexpr u32 kRecSym = 1u << 31;
+CS_HD inline u64 align16(u64 v) { return (v + 15) & ~u64(15); }
+CS_HD inline u64 step_lit_bytes(const BlockStep& s) { return s.lit_type == 0 ? 0 : align16(s.lit_regen); }
+CS_HD inline u64 step_scratch_bytes(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * s.seq_cap); }
+
+// ---- pass 1: plan ---------------------------------------------------------------------------
+
+struct PlanTotals {
+  u64 steps;    // steps written (or that would be)
+  u64 scratch;  // scratch bytes the compressed blocks need, 16-byte aligned each
+};
+
+namespace detail {
+
+struct PlanState {
+  BlockStep* out;  // null: count only
+  u64 n;
+  u64 scratch;
+  CS_HD BlockStep* add(u32 kind) {
+    BlockStep* s = out ? out + n : nullptr;
+    ++n;
+    if (s) {
+      *s = BlockStep{};
+      s->kind = kind;
+    }
+    return s;
+  }
+  CS_HD void error(DecodeStatus st) {
+    if (BlockStep* s = add(kStepError)) s->status = static_cast<u32>(st);
+  }
+};
+
+// Refs of the tables a frame has defined so far (mode 0xFF: none yet).
+struct FrameTables {
+  TableRef huf;
+  TableRef code[3];
+};
+
+// Parses the sections of a compressed block, content src[at, at + size), into *s.
+CS_HD inline DecodeStatus plan_compressed(const u8* src, u64 at, std::size_t size, FrameTables* ft, BlockStep* s,
+                                          short* norm) {
+  const u8* c = src + at;
+  LiteralsHeader lh;
+  CS_ZSTD_TRY(parse_literals_header(c, size, &lh));
+  if (lh.type == 2) ft->huf = TableRef{at + lh.header, static_cast<u32>(lh.csize), 2};
+  // Treeless literals need a tree decoded earlier in this frame.
+  if (lh.type == 3) CS_ZSTD_REQUIRE(ft->huf.mode != 0xFF, kCorrupt);
+  const std::size_t lit_bytes = lh.section_bytes();
+  s->lit_type = lh.type;
+  s->lit_at = at + lh.header;
+  s->lit_regen = static_cast<u32>(lh.regen);
+  s->huf = ft->huf;
+  const u8* q = c + lit_bytes;
+  const std::size_t m = size - lit_bytes;
+  u32 nb_seq = 0;
+  std::size_t p = 0;
+  CS_ZSTD_TRY(read_sequence_count(q, m, &nb_seq, &p));
+  s->nb_seq = nb_seq;
+  if (nb_seq == 0) {
+    CS_ZSTD_REQUIRE(p == m, kCorrupt);  // the block is its literals
+    return DecodeStatus::kOk;
+  }
+  CS_ZSTD_REQUIRE(p < m, kCorrupt);
+  const u32 modes = q[p++];
+  CS_ZSTD_REQUIRE((modes & 3) == 0, kCorrupt);  // reserved bits
+  // Table descriptions in the order literal lengths, offsets, match lengths.
+  const u32 max_symbol[3] = {kLlMaxSymbol, kOfMaxSymbol, kMlMaxSymbol};
+  const u32 max_log[3] = {kLlMaxLog, kOfMaxLog, kMlMaxLog};
+  for (u32 k = 0; k < 3; ++k) {
+    const u32 mode = (modes >> (6 - 2 * k)) & 3;
+    const TableRef here{at + lit_bytes + p, static_cast<u32>(m - p), mode};
+    if (mode == 3) {
+      CS_ZSTD_REQUIRE(ft->code[k].mode != 0xFF, kCorrupt);  // Repeat_Mode needs an earlier table
+    } else if (mode == 2) {
+      u32 count = 0, log = 0;
+      std::size_t used = 0;
+      CS_ZSTD_TRY(read_fse_description(q + p, m - p, max_symbol[k], max_log[k], norm, &count, &log, &used));
+      p += used;
+      ft->code[k] = here;
+    } else if (mode == 1) {
+      CS_ZSTD_REQUIRE(m - p >= 1, kCorrupt);
+      CS_ZSTD_REQUIRE(q[p] <= max_symbol[k], kCorrupt);
+      p += 1;
+      ft->code[k] = here;
+    } else {
+      ft->code[k] = here;
+    }
+    s->code[k] = ft->code[k];
+  }
+  CS_ZSTD_REQUIRE(p < m, kCorrupt);
+  s->seq_at = at + lit_bytes + p;
+  s->seq_avail = m - p;
+  s->seq_cap = nb_seq < kMaxStoredSeqs ? nb_seq : kMaxStoredSeqs;
+  return DecodeStatus::kOk;
+}
+
+}  // namespace detail
+
+// Pass 1 for one buffer src[0, n): writes its steps to `steps` (or, when null, only counts
+// them) and gives each compressed block scratch from offset `scratch_base` on. `norm` is
+// scratch for kFseMaxSymbols shorts. Always ends with a kStepError or after the last frame.
+CS_HD inline void plan_buffer(const u8* src, std::size_t n, BlockStep* steps, u64 scratch_base, short* norm,
+                              PlanTotals* totals) {
+  detail::PlanState ps{steps, 0, scratch_base};
+  std::size_t p = 0;
+  while (p < n) {
+    if (n - p < 4) {
+      ps.error(DecodeStatus::kCorrupt);
+      break;
+    }
+    const u32 magic = load_le32(src + p);
+    if ((magic & kSkippableMagicMask) == kSkippableMagic) {  // section 3.1.2
+      if (n - p < 8 || load_le32(src + p + 4) > n - p - 8) {
+        ps.error(DecodeStatus::kCorrupt);
+        break;
+      }
+      p += 8 + std::size_t(load_le32(src + p + 4));
+      continue;
+    }
+    FrameHeader h;
+    const DecodeStatus hs = magic == kFrameMagic ? parse_frame_header(src + p, n - p, &h) : DecodeStatus::kCorrupt;
+    if (hs != DecodeStatus::kOk) {
+      ps.error(hs);
+      break;
+    }
+    if (BlockStep* s = ps.add(kStepFrame)) {
+      s->size = h.content_size;
+      s->flags = (h.has_content_size ? kStepHasContentSize : 0) | (h.has_checksum ? kStepHasChecksum : 0);
+    }
+    // Section 3.1.1.2.3: Block_Maximum_Size = min(Window_Size, 128 KiB).
+    const std::size_t block_max =
+        h.window_size < kBlockSizeMax ? static_cast<std::size_t>(h.window_size) : kBlockSizeMax;
+    detail::FrameTables ft;
+    ft.huf.mode = 0xFF;
+    for (auto& c : ft.code) c.mode = 0xFF;
+    std::size_t q = p + h.header_bytes;
+    DecodeStatus err = DecodeStatus::kOk;
+    for (;;) {
+      // Block_Header (section 3.1.1.2): bit 0 Last_Block, bits 1-2 Block_Type, 3-23 Block_Size.
+      if (n - q < 3) {
+        err = DecodeStatus::kCorrupt;
+        break;
+      }
+      const u32 bh = load_le24(src + q);
+      q += 3;
+      const bool last = bh & 1;
+      const u32 type = (bh >> 1) & 3;
+      const std::size_t size = bh >> 3;
+      if (type == 3 || size > block_max) {
+        err = DecodeStatus::kCorrupt;
+        break;
+      }
+      if (type == 0 || type == 2) {
+        if (size > n - q) {
+          err = DecodeStatus::kCorrupt;
+          break;
+        }
+      } else if (n - q < 1) {
+        err = DecodeStatus::kCorrupt;
+        break;
+      }
+      if (type == 2) {
+        BlockStep tmp{};
+        tmp.kind = kStepCompressed;
+        tmp.at = q;
+        tmp.size = size;
+        err = detail::plan_compressed(src, q, size, &ft, &tmp, norm);
+        if (err != DecodeStatus::kOk) break;
+        tmp.scratch = ps.scratch;
+        ps.scratch += step_scratch_bytes(tmp);
+        if (BlockStep* s = ps.add(kStepCompressed)) *s = tmp;
+        q += size;
+      } else {
+        if (BlockStep* s = ps.add(type == 0 ? kStepRaw : kStepRle)) {
+          s->at = q;
+          s->size = size;
+        }
+        q += type == 0 ? size : 1;
+      }
+      if (last) break;
+    }
+    if (err == DecodeStatus::kOk && h.has_checksum && n - q < 4) err = DecodeStatus::kCorrupt;
+    if (err != DecodeStatus::kOk) {
+      ps.error(err);
+      break;
+    }
+    if (BlockStep* s = ps.add(kStepFrameEnd)) {
+      s->at = q;
+      s->size = h.content_size;
+      s->flags = (h.has_content_size ? kStepHasContentSize : 0) | (h.has_checksum ? kStepHasChecksum : 0);
+    }
+    p = q + (h.has_checksum ? 4 : 0);
+  }
+  totals->steps = ps.n;
+  totals->scratch = ps.scratch - scratch_base;
+}
+
+// ---- pass 2: entropy ------------------------------------------------------------------------
+
+namespace detail {
+
+template <class Team>
+CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, ZstdTables* t, u8* blk, u32* n_ok,
+                           RepeatOffsets* reps) {
+  t->huf_valid = t->ll_valid = t->ml_valid = t->of_valid = 0;
+  reps->rep[0] = sym_rep(0);
+  reps->rep[1] = sym_rep(1);
+  reps->rep[2] = sym_rep(2);
+  *n_ok = 0;
+  std::size_t used = 0;
+  // Treeless literals: rebuild the tree of the block that described it.
+  if (s.lit_type == 3) CS_ZSTD_TRY(read_huffman_tree(team, src + s.huf.at, s.huf.avail, t, &used));
+  Literals lits{nullptr, 0};
+  CS_ZSTD_TRY(decode_literals(team, src + s.at, static_cast<std::size_t>(s.size), t, blk, &lits, &used));
+  if (s.nb_seq == 0) return DecodeStatus::kOk;
+  for (u32 k = 0; k < 3; ++k) {
+    CS_ZSTD_TRY(build_code_table(team, static_cast<SeqCode>(k), s.code[k].mode, src + s.code[k].at, s.code[k].avail,
+                                 t, &used));
+  }
+  SequenceStream stream;
+  CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
+  u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
+  u32* rec_ml = rec_ll + s.seq_cap;
+  u32* rec_off = rec_ml + s.seq_cap;
+  for (u32 i = 0; i < s.seq_cap; ++i) {
+    u32 ll = 0, ml = 0;
+    u64 of_value = 0, offset = 0;
+    CS_ZSTD_TRY(stream.next(t, i + 1 == s.nb_seq, &ll, &ml, &of_value));
+    CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
+    if (team.rank() == 0) {
+      if (sym_is(offset)) {
+        rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
+        rec_off[i] = static_cast<u32>(sym_sub(offset));
+      } else {
+        rec_ll[i] = ll;
+        rec_off[i] = static_cast<u32>(offset);
+      }
+      rec_ml[i] = ml;
+    }
+    *n_ok = i + 1;
+  }
+  if (s.seq_cap == s.nb_seq) CS_ZSTD_REQUIRE(stream.bits.finished_exactly(), kCorrupt);
+  return DecodeStatus::kOk;
+}
+
+}  // namespace detail
+
+// Pass 2 for one compressed block: `blk` is its scratch (scratch base + s->scratch); writes
+// s->status, s->n_ok and s->reps_end. `t` is the team's table space.
+template <class Team>
+CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, ZstdTables* t, u8* blk) {
+  u32 n_ok = 0;
+  RepeatOffsets reps;
+  const DecodeStatus st = detail::entropy(team, src, *s, t, blk, &n_ok, &reps);
+  team.sync();
+  if (team.rank() == 0) {
+    s->status = static_cast<u32>(st);
+    s->n_ok = n_ok;
+    for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
+  }
+}
+
+// ---- pass 3: execution ----------------------------------------------------------------------
+
+namespace detail {
+
+// Copies n bytes, d and s not overlapping, by one member: eight loads issued before their
+// stores, so that one copy of a typical sequence (a few literals, a match of under 16 bytes)
+// waits for memory twice, not once per byte.
+CS_HD inline void lane_copy(u8* d, const u8* s, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    u8 v[8];
+    for (int k = 0; k < 8; ++k) v[k] = s[i + k];
+    for (int k = 0; k < 8; ++k) d[i + k] = v[k];
+  }
+  for (; i < n; ++i) d[i] = s[i];
+}
+// A match copy by one member. Byte i of the match is byte i - off of the output, so with
+// off >= 8 the eight source bytes of a step all lie before it (lane_copy's order is safe);
+// with off < 8 it goes byte by byte, forward, which repeats the last off bytes.
+CS_HD inline void lane_match(u8* d, std::size_t off, std::size_t n) {
+  if (off >= 8) {
+    lane_copy(d, d - off, n);
+    return;
+  }
+  const u8* s = d - off;
+  for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
+}
+
+// Members whose copies are longer than this hand them to the whole team.
+inline constexpr u32 kLongCopy = 32;
+
+// The literals and matches of the sequences of one compressed block.
+template <class Team>
+CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const BlockStep& s, const u8* blk, u8* out,
+                                      std::size_t cap, std::size_t* pos, RepeatOffsets* reps) {
+  const u8* lits = s.lit_type == 0 ? src + s.lit_at : blk;
+  const u64 lits_size = s.lit_regen;
+  const u32* rec_ll = reinterpret_cast<const u32*>(blk + step_lit_bytes(s));
+  const u32* rec_ml = rec_ll + s.seq_cap;
+  const u32* rec_off = rec_ml + s.seq_cap;
+  const u64 block_start = *pos;
+  u64 o = *pos;
+  u64 lit_pos = 0;
+  const u32 n = s.n_ok;
+  for (u32 first = 0; first < n; first += team.size()) {
+    const u32 i = first + team.rank();
+    const bool act = i < n;
+    u32 ll = 0, ml = 0, offw = 0, llw = 0;
+    if (act) {
+      llw = rec_ll[i];
+      ml = rec_ml[i];
+      offw = rec_off[i];
+      ll = llw & ((1u << 29) - 1);
+    }
+    // The offset: stored, or "incoming rep[idx] - sub", which must not reach 0 (section 3.1.2.5).
+    u64 offset = offw;
+    DecodeStatus st = DecodeStatus::kOk;
+    if (llw & kRecSym) {
+      const u64 r = reps->rep[(llw >> 29) & 3];
+      if (r <= offw) st = DecodeStatus::kCorrupt;
+      offset = r - offw;
+    }
+    // Output and literal positions of every member's sequence: one scan of (ll, ll + ml).
+    const u64 mine = (u64(ll) << 32) | (u64(ll) + ml);
+    const u64 incl = team.scan_add(mine);
+    const u64 excl = incl - mine;
+    const u64 my_lit = lit_pos + (excl >> 32);
+    const u64 my_out = o + (excl & 0xFFFFFFFFu);
+    // The checks of decode_and_execute_sequences, in its order.
+    if (act && st == DecodeStatus::kOk) {
+      if (my_lit + ll > lits_size) st = DecodeStatus::kCorrupt;
+      else if (my_out - block_start + ll + ml > kBlockSizeMax) st = DecodeStatus::kCorrupt;
+      else if (my_out + ll + ml > cap) st = DecodeStatus::kWrongSize;
+      else if (offset > my_out + ll) st = DecodeStatus::kCorrupt;
+    }
+    const u32 bad = team.ballot(act && st != DecodeStatus::kOk);
+    if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), team.lowest(bad)));
+    // Literals: members copy their own; long runs go to the whole team, one at a time.
+    const bool long_lit = ll > kLongCopy;
+    if (!long_lit) lane_copy(out + my_out, lits + my_lit, ll);
+    for (u32 m = team.ballot(long_lit); m; m &= m - 1) {
+      const u32 who = team.lowest(m);
+      const u64 d = team.shfl(my_out, who), sl = team.shfl(my_lit, who);
+      const u32 len = team.shfl(ll, who);
+      team_copy(team, out + d, lits + sl, len);
+    }
+    team.sync();
+    // Matches, in rounds: the lowest pending member can always go (everything before its
+    // output is written); another can go with it when the bytes it reads, out[dst - off,
+    // dst - off + min(ml, off)), end before the first pending member's output.
+    const u64 mdst = my_out + ll;
+    bool pending = act && ml > 0;
+    for (u32 pm = team.ballot(pending); pm; pm = team.ballot(pending)) {
+      const u32 lead = team.lowest(pm);
+      const u64 front = team.shfl(mdst, lead);
+      const u64 read_end = mdst - offset + (ml < offset ? ml : offset);
+      const bool ready = pending && (team.rank() == lead || read_end <= front);
+      const bool long_match = ready && ml > kLongCopy;
+      if (ready && !long_match) lane_match(out + mdst, static_cast<std::size_t>(offset), ml);
+      for (u32 m = team.ballot(long_match); m; m &= m - 1) {
+        const u32 who = team.lowest(m);
+        const u64 d = team.shfl(mdst, who), off = team.shfl(offset, who);
+        const u32 len = team.shfl(ml, who);
+        team_match_copy(team, out + d, static_cast<std::size_t>(off), len);
+      }
+      team.sync();
+      if (ready) pending = false;
+    }
+    const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
+    const u64 total = team.shfl(incl, last);
+    lit_pos += total >> 32;
+    o += total & 0xFFFFFFFFu;
+  }
+  if (s.status != static_cast<u32>(DecodeStatus::kOk)) return static_cast<DecodeStatus>(s.status);
+  CS_ZSTD_REQUIRE(n == s.nb_seq, kCorrupt);  // records were capped: see kMaxStoredSeqs
+  // Repeat offsets after the block, from their symbolic form.
+  u64 next[3];
+  for (int k = 0; k < 3; ++k) {
+    const u64 e = s.reps_end[k];
+    next[k] = sym_is(e) ? reps->rep[sym_idx(e)] - sym_sub(e) : e;
+  }
+  for (int k = 0; k < 3; ++k) reps->rep[k] = next[k];
+  // The literals left after the last sequence end the block.
+  const u64 rest = lits_size - lit_pos;
+  CS_ZSTD_REQUIRE(o - block_start + rest <= kBlockSizeMax, kCorrupt);
+  CS_ZSTD_REQUIRE(rest <= cap - o, kWrongSize);
+  team_copy(team, out + o, lits + lit_pos, static_cast<std::size_t>(rest));
+  o += rest;
+  team.sync();
+  *pos = static_cast<std::size_t>(o);
+  return DecodeStatus::kOk;
+}
+
+}  // namespace detail
+
+// Pass 3 for one buffer: runs its steps (from plan_buffer, compressed ones through pass 2)
+// into dst[0, dst_size). `scratch` is the base the steps' scratch offsets refer to;
+// `xxh_acc` is 4 u64 the team shares (checksums).
+template <class Team>
+CS_HD DecodeStatus execute_steps(const Team& team, const u8* src, const BlockStep* steps, u64 count, const u8* scratch,
+                                 u8* dst, std::size_t dst_size, bool verify_checksum, u64* xxh_acc) {
+  std::size_t done = 0;  // bytes of dst the finished frames produced
+  std::size_t o = 0;     // bytes of the current frame
+  std::size_t cap = 0;   // bytes available to the current frame
+  RepeatOffsets reps{{1, 4, 8}};
+  for (u64 k = 0; k < count; ++k) {
+    const BlockStep& s = steps[k];
+    u8* out = dst + done;
+    switch (s.kind) {
+      case kStepFrame:
+        cap = dst_size - done;
+        o = 0;
+        if (s.flags & kStepHasContentSize) CS_ZSTD_REQUIRE(s.size <= cap, kWrongSize);
+        // Repeat offsets start at 1, 4, 8 in every frame (section 3.1.2.5).
+        reps.rep[0] = 1;
+        reps.rep[1] = 4;
+        reps.rep[2] = 8;
+        break;
+      case kStepRaw:
+        CS_ZSTD_REQUIRE(s.size <= cap - o, kWrongSize);
+        team_copy(team, out + o, src + s.at, static_cast<std::size_t>(s.size));
+        o += static_cast<std::size_t>(s.size);
+        team.sync();
+        break;
+      case kStepRle: {
+        CS_ZSTD_REQUIRE(s.size <= cap - o, kWrongSize);
+        const u8 v = src[s.at];
+        for (std::size_t i = team.rank(); i < s.size; i += team.size()) out[o + i] = v;
+        o += static_cast<std::size_t>(s.size);
+        team.sync();
+        break;
+      }
+      case kStepCompressed:
+        CS_ZSTD_TRY(detail::execute_compressed(team, src, s, scratch + s.scratch, out, cap, &o, &reps));
+        break;
+      case kStepFrameEnd:
+        if (s.flags & kStepHasContentSize) CS_ZSTD_REQUIRE(o == s.size, kCorrupt);
+        if ((s.flags & kStepHasChecksum) && verify_checksum) {
+          // Content_Checksum (section 3.1.1): low 32 bits of XXH64(content, seed 0).
+          for (unsigned a = team.rank(); a < 4; a += team.size()) xxh_acc[a] = xxh64_accumulator(out, o, a, 0);
+          team.sync();
+          const u64 hash = xxh64_finish(out, o, 0, xxh_acc[0], xxh_acc[1], xxh_acc[2], xxh_acc[3]);
+          team.sync();
+          CS_ZSTD_REQUIRE(static_cast<u32>(hash) == load_le32(src + s.at), kChecksumMismatch);
+        }
+        done += o;
+        o = 0;
+        break;
+      default:
+        return static_cast<DecodeStatus>(s.status);
+    }
+  }
+  CS_ZSTD_REQUIRE(done == dst_size, kWrongSize);
+  return DecodeStatus::kOk;
+}
+
+}  // namespace cubestream::codec::logic::zstd
