@@ -15,8 +15,10 @@
 
 namespace cubestream::cuda::detail {
 
-std::size_t zstd_dispatch_scratch_bytes(std::size_t num_buffers, std::size_t) {
-  return num_buffers == 0 ? 0 : zstd_batch_scratch_bytes(num_buffers);
+std::size_t zstd_dispatch_scratch_bytes(std::size_t num_buffers, std::size_t total_decoded_bytes) {
+  // With the decoded total, the scratch holds the block-parallel decoder's (version 2)
+  // intermediate sequences and literals; buffers that do not fit fall back to version 1.
+  return num_buffers == 0 ? 0 : zstd_batch_scratch_bytes(num_buffers, total_decoded_bytes);
 }
 
 void zstd_dispatch(const DeviceBatch& batch, void* scratch, std::size_t scratch_bytes, cudaStream_t stream) {
