@@ -73,11 +73,9 @@ namespace cubestream {
 enum class OutputDType { kFloat32, kBFloat16, kFloat16 };
 enum class DeviceKind { kCpu, kCuda };
 // Where chunks are decoded when the batches go to a GPU (device = kCuda):
-//  kAuto: on the GPU for every variable whose codec the GPU decoders take and beat the host
-//         with (blosc, lz4 after `bytes`), on the host for the others (zstd too, for now:
-//         the GPU Zstandard decoder is correct but still slower); assembly then runs on the GPU.
-//  kGpu:  every variable decoded on the GPU (zstd included); one the GPU path cannot take is
-//         refused at construction.
+//  kAuto: on the GPU for every variable whose codec the GPU decoders take (blosc, lz4, zstd
+//         after `bytes`), on the host for the others; assembly then runs on the GPU too.
+//  kGpu:  like kAuto, but a variable the GPU path cannot take is refused at construction.
 //  kCpu:  decode and assemble on the host, copy the finished batch (the CPU-decode path).
 // Both paths give the same bits. With device = kCpu only kCpu / kAuto are valid.
 enum class DecodeBackend { kAuto, kCpu, kGpu };

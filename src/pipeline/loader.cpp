@@ -234,7 +234,7 @@ void Loader::Impl::setup_gpu_decode() {
       refusals += (refusals.empty() ? "" : "; ") + src.description + ": " + *why;
       continue;
     }
-    const pipeline::SourceRoute r = pipeline::route_of(src, want == DecodeBackend::kGpu);
+    const pipeline::SourceRoute r = pipeline::route_of(src, /*gpu_zstd=*/true);
     if (r.route == pipeline::UnitRoute::kHostDecode) {
       if (want == DecodeBackend::kGpu) refusals += (refusals.empty() ? "" : "; ") + src.description + ": " + r.why;
       host_decoded += (host_decoded.empty() ? "" : ", ") + src.description;
@@ -257,7 +257,7 @@ void Loader::Impl::setup_gpu_decode() {
     }
   }
   gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, copy_stream, *budget, cache,
-                                             want == DecodeBackend::kGpu);
+                                             /*gpu_zstd=*/true);
   decode_path = host_decoded.empty() ? "gpu" : "gpu (host-decoded: " + host_decoded + ")";
 }
 

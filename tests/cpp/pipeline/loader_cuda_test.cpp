@@ -263,14 +263,14 @@ TEST(LoaderCuda, GpuZstdAndLz4DecodeEqualHostDecode) {
       EXPECT_GT(st.units_gpu_decoded, 0u) << k.vars[0];
       EXPECT_EQ(st.units_gpu_fallback, 0u);
     }
-    // decode=auto keeps zstd on the host (for now) and takes lz4 on the GPU.
+    // decode=auto takes both on the GPU.
     LoaderConfig a;
     a.selection.variables = k.vars;
     a.sampler.window = ForecastWindow{"time", {0}, {1}};
     a.device = DeviceKind::kCuda;
     Loader autol(ConcatenatedTime(Dataset::open(k.store)), a);
     ASSERT_TRUE(autol.next());
-    EXPECT_EQ(autol.stats().units_gpu_decoded > 0, k.vars[0] == "c") << autol.stats().decode_path;
+    EXPECT_GT(autol.stats().units_gpu_decoded, 0u) << autol.stats().decode_path;
   }
 }
 
