@@ -63,3 +63,35 @@ if(CUBESTREAM_BUILD_PYTHON)
     endif()
   endif()
 endif()
+
+# io_uring for the local read engine (src/store/file/uring_engine.cpp) is optional at build
+# time: without liburing the engine uses its pread thread pool, and with it the choice is
+# still made at run time (io_uring_setup may be refused inside containers). Found through
+# pkg-config, else by a plain search (the GPU machine carries Debian's liburing-dev in
+# .devdeps: pass -DCMAKE_PREFIX_PATH=<.devdeps>/usr; the static archive is preferred so the
+# binary does not need liburing.so there). CUBESTREAM_LIBURING=OFF builds without it.
+set(CUBESTREAM_LIBURING "AUTO" CACHE STRING "Use liburing for the io_uring read engine: AUTO or OFF")
+set(CUBESTREAM_HAVE_LIBURING OFF)
+if(NOT CUBESTREAM_LIBURING STREQUAL "OFF")
+  if(PkgConfig_FOUND)
+    pkg_check_modules(URING_PC QUIET IMPORTED_TARGET liburing)
+  endif()
+  if(URING_PC_FOUND)
+    add_library(cs::uring ALIAS PkgConfig::URING_PC)
+    set(CUBESTREAM_HAVE_LIBURING ON)
+  else()
+    find_path(URING_INCLUDE_DIR liburing.h)
+    find_library(URING_LIBRARY NAMES liburing.a uring)
+    if(URING_INCLUDE_DIR AND URING_LIBRARY)
+      add_library(cs::uring UNKNOWN IMPORTED GLOBAL)
+      set_target_properties(cs::uring PROPERTIES IMPORTED_LOCATION ${URING_LIBRARY}
+        INTERFACE_INCLUDE_DIRECTORIES ${URING_INCLUDE_DIR})
+      set(CUBESTREAM_HAVE_LIBURING ON)
+    endif()
+  endif()
+endif()
+if(CUBESTREAM_HAVE_LIBURING)
+  message(STATUS "cubestream: io_uring read engine on (liburing found)")
+else()
+  message(STATUS "cubestream: liburing not found: the local read engine uses its pread pool only")
+endif()
