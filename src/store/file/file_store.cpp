@@ -61,8 +61,8 @@ class FileStore final : public store_detail::LocalFileStore {
 
   std::optional<std::vector<Bytes>> get_ranges(std::string_view key,
                                                const std::vector<ByteRange>& ranges) const override {
-    // One open for all ranges; neighbouring ranges are read as one, and every group is in
-    // flight at once.
+    // One open for all ranges; neighbouring small ranges are read as one, and every read is
+    // in flight at once.
     validate_key(key, describe());
     auto f = open_file(key, false);
     if (!f) return std::nullopt;
@@ -82,14 +82,21 @@ class FileStore final : public store_detail::LocalFileStore {
       Bytes block;              // used when the group holds more than one range
     };
     std::vector<Group> groups;
-    // Coalesce ranges whose gap is small enough that reading it costs less than another request.
+    // Coalesce small ranges whose gap is small enough that reading it costs less than another
+    // request. A range of at least a quarter block is read on its own, straight into its
+    // output: the engine splits it into pieces in flight anyway, and reading it into a shared
+    // block would cost a copy of every byte (and the faults of a second buffer).
     const std::int64_t gap = settings_.coalesce_bytes;
+    const std::uint64_t alone = std::max<std::uint64_t>(settings_.block_bytes / 4, 1);
     for (std::size_t i = 0; i < items.size();) {
       std::size_t j = i + 1;
       std::uint64_t begin = items[i].r.offset, end = begin + items[i].r.length;
-      while (gap >= 0 && j < items.size() && items[j].r.offset <= end + static_cast<std::uint64_t>(gap)) {
-        end = std::max(end, items[j].r.offset + items[j].r.length);
-        ++j;
+      if (items[i].r.length < alone) {
+        while (gap >= 0 && j < items.size() && items[j].r.length < alone &&
+               items[j].r.offset <= end + static_cast<std::uint64_t>(gap)) {
+          end = std::max(end, items[j].r.offset + items[j].r.length);
+          ++j;
+        }
       }
       groups.push_back({i, j, begin, end, {}});
       i = j;
