@@ -140,7 +140,7 @@ DevicePathChoice choose_device_path(store_detail::GdsMode mode) {
   using store_detail::GdsMode;
   if (!cuda::device_count()) {
 #ifdef CUBESTREAM_WITH_CUDA
-    return {DevicePath::kUnavailable, "no GPU visible: device reads unavailable"};
+    return {DevicePath::kUnavailable, "no GPU visible: device reads unavailable (GDS: " + cufile().found + ")"};
 #else
     return {DevicePath::kUnavailable, "built without CUDA: device reads unavailable"};
 #endif
