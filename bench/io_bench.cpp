@@ -13,8 +13,8 @@
 //
 // Measurements (each the median of `repeat` rounds; the two sides of a comparison alternate
 // within each round, so that a noisy neighbour hits both):
-//   (a) cold: every shard read with O_DIRECT by our engine (pread pool and io_uring, depth
-//       32) vs `dd iflag=direct bs=4M` and `bs=64M` over the same files. O_DIRECT reads never
+//   (a) cold: every shard read with O_DIRECT by our engine (pread pool and io_uring at a few
+//       queue depths and piece sizes) vs `dd iflag=direct bs=4M` and `bs=64M` over the same files. O_DIRECT reads never
 //       come from the page cache. Dropping the page cache (/proc/sys/vm/drop_caches) is tried
 //       and reported; where it works, buffered cold reads are measured as well.
 //   (b) warm: every shard from the page cache, our engine with depth `threads`, vs a plain
@@ -132,8 +132,10 @@ std::uint64_t read_store(const Store& store, const Options& o) {
   return bytes;
 }
 
-// The warm baseline: `threads` threads, each taking the next 4 MiB block of the next file.
-std::uint64_t plain_pread_loop(const Options& o, int threads) {
+// The warm baseline: `threads` threads, each taking the next 4 MiB block of the next file,
+// into a per-thread 4 MiB buffer (stays in the CPU caches) or, with `dest`, into the block's
+// own place in a buffer as large as all shards (the memory traffic the store's outputs cause).
+std::uint64_t plain_pread_loop(const Options& o, int threads, std::uint8_t* dest = nullptr) {
   constexpr std::uint64_t kBlock = 4 << 20;
   struct Item {
     int fd;
@@ -149,6 +151,8 @@ std::uint64_t plain_pread_loop(const Options& o, int threads) {
     for (std::uint64_t off = 0; off < static_cast<std::uint64_t>(st.st_size); off += kBlock)
       items.push_back({fd, off, std::min<std::uint64_t>(kBlock, st.st_size - off)});
   }
+  std::vector<std::uint64_t> at(items.size() + 1, 0);
+  for (std::size_t i = 0; i < items.size(); ++i) at[i + 1] = at[i] + items[i].len;
   std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> bytes{0};
   std::vector<std::thread> pool;
@@ -156,7 +160,8 @@ std::uint64_t plain_pread_loop(const Options& o, int threads) {
     pool.emplace_back([&] {
       std::vector<std::uint8_t> buf(kBlock);
       for (std::size_t i; (i = next.fetch_add(1)) < items.size();) {
-        ssize_t n = ::pread(items[i].fd, buf.data(), items[i].len, static_cast<off_t>(items[i].off));
+        std::uint8_t* to = dest ? dest + at[i] : buf.data();
+        ssize_t n = ::pread(items[i].fd, to, items[i].len, static_cast<off_t>(items[i].off));
         if (n > 0) bytes += static_cast<std::uint64_t>(n);
       }
     });
@@ -249,20 +254,38 @@ int main(int argc, char** argv) {
     const std::string drop = try_drop_caches();
     std::printf("(a) cold; drop_caches: %s\n", drop.c_str());
     {
-      auto pread_store = store_detail::open_local_file_store(o.dir, engine_settings(IoEngineKind::kPread, DirectMode::kOn, 32));
-      auto uring_store = store_detail::open_local_file_store(o.dir, engine_settings(IoEngineKind::kIoUring, DirectMode::kOn, 32));
-      std::vector<double> t_pread, t_uring, t_dd4, t_dd64;
+      // Our engine at a few (depth, block) points: the device's best queue depth and request
+      // size are not known in advance (dd keeps one request of bs bytes in flight).
+      struct Config {
+        IoEngineKind kind;
+        int depth;
+        std::uint64_t block;
+      };
+      const std::vector<Config> configs = {{IoEngineKind::kPread, 32, 1 << 20}, {IoEngineKind::kIoUring, 32, 1 << 20},
+                                           {IoEngineKind::kPread, 16, 4 << 20}, {IoEngineKind::kIoUring, 16, 4 << 20},
+                                           {IoEngineKind::kPread, 8, 4 << 20}, {IoEngineKind::kIoUring, 4, 8 << 20}};
+      std::vector<std::shared_ptr<store_detail::LocalFileStore>> stores;
+      for (const auto& c : configs) {
+        auto s = engine_settings(c.kind, DirectMode::kOn, c.depth);
+        s.block_bytes = c.block;
+        stores.push_back(store_detail::open_local_file_store(o.dir, s));
+      }
+      std::vector<std::vector<double>> t(configs.size());
+      std::vector<double> t_dd4, t_dd64;
       for (int r = 0; r < o.repeat; ++r) {
         t_dd4.push_back(dd_seconds(o, "4M"));
-        t_pread.push_back(time_it([&] { read_store(*pread_store, o); }));
-        t_dd64.push_back(dd_seconds(o, "64M"));
-        t_uring.push_back(time_it([&] { read_store(*uring_store, o); }));
+        for (std::size_t k = 0; k < configs.size(); ++k) {
+          if (k == configs.size() / 2) t_dd64.push_back(dd_seconds(o, "64M"));
+          t[k].push_back(time_it([&] { read_store(*stores[k], o); }));
+        }
       }
       add("cold", "dd iflag=direct bs=4M", t_dd4);
       add("cold", "dd iflag=direct bs=64M", t_dd64);
-      add("cold", "cubestream pread pool, O_DIRECT, depth 32", t_pread, pread_store->io_description());
-      add("cold", std::string("cubestream ") + uring_store->engine().name() + ", O_DIRECT, depth 32", t_uring,
-          uring_store->io_description());
+      for (std::size_t k = 0; k < configs.size(); ++k) {
+        add("cold", std::string("cubestream ") + stores[k]->engine().name() + ", O_DIRECT, depth " +
+                        std::to_string(configs[k].depth) + ", " + std::to_string(configs[k].block >> 20) + " MiB pieces",
+            t[k], stores[k]->io_description());
+      }
       if (drop == "ok") {
         auto buffered = store_detail::open_local_file_store(o.dir, engine_settings(IoEngineKind::kAuto, DirectMode::kOff, 32));
         std::vector<double> t;
@@ -278,16 +301,20 @@ int main(int argc, char** argv) {
     std::printf("(b) warm, %d threads\n", o.threads);
     {
       plain_pread_loop(o, o.threads);
+      std::vector<std::uint8_t> dest(total);  // touched by the warm-up below: no page faults in rounds
+      plain_pread_loop(o, o.threads, dest.data());
       auto pread_store = store_detail::open_local_file_store(o.dir, engine_settings(IoEngineKind::kPread, DirectMode::kOff, o.threads));
       auto uring_store = store_detail::open_local_file_store(o.dir, engine_settings(IoEngineKind::kIoUring, DirectMode::kOff, o.threads));
-      std::vector<double> t_plain, t_pread, t_uring;
+      std::vector<double> t_plain, t_plain_dest, t_pread, t_uring;
       for (int r = 0; r < o.repeat; ++r) {
         t_plain.push_back(time_it([&] { plain_pread_loop(o, o.threads); }));
+        t_plain_dest.push_back(time_it([&] { plain_pread_loop(o, o.threads, dest.data()); }));
         t_pread.push_back(time_it([&] { read_store(*pread_store, o); }));
         t_uring.push_back(time_it([&] { read_store(*uring_store, o); }));
       }
       std::string n = std::to_string(o.threads);
-      add("warm", "plain pread loop, " + n + " threads, 4 MiB blocks", t_plain);
+      add("warm", "plain pread loop, " + n + " threads, 4 MiB blocks, cache-resident buffer", t_plain);
+      add("warm", "plain pread loop, " + n + " threads, 4 MiB blocks, into a buffer of the data's size", t_plain_dest);
       add("warm", "cubestream pread pool, depth " + n, t_pread, pread_store->io_description());
       add("warm", std::string("cubestream ") + uring_store->engine().name() + ", depth " + n, t_uring,
           uring_store->io_description());

@@ -45,7 +45,7 @@ log "built"
 cat "$OUT/info.txt"
 
 log "tests"
-timeout -k 5 120 "$BUILD/cubestream_tests" --gtest_filter='*StoreConformance*:Engine*:IoSettings*:DeviceRead*:*ThreadPool*' >"$OUT/tests.log" 2>&1
+timeout -k 5 120 "$BUILD/tests/cubestream_tests" --gtest_filter='*StoreConformance*:Engine*:IoSettings*:DeviceRead*:*ThreadPool*' >"$OUT/tests.log" 2>&1
 rc=$?
 tail -5 "$OUT/tests.log"; grep -E "FAILED|SKIPPED" "$OUT/tests.log" | head -20
 log "tests rc=$rc"

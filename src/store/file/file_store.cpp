@@ -166,6 +166,7 @@ class FileStore final : public store_detail::LocalFileStore {
     auto f = std::make_unique<store_detail::OpenFile>();
     f->store = describe();
     f->key = std::string(key);
+    f->path = path;
     f->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (f->fd < 0) {
       if (errno == ENOENT || errno == ENOTDIR) return nullptr;
@@ -183,7 +184,7 @@ class FileStore final : public store_detail::LocalFileStore {
   // remembers it and reads buffered from then on.
   void open_direct(store_detail::OpenFile& f) const override {
     if (f.direct_fd >= 0 || direct_refused_.load(std::memory_order_relaxed)) return;
-    f.direct_fd = ::open(full_path(f.key).c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    f.direct_fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
     if (f.direct_fd < 0 && errno == EINVAL) direct_refused_.store(true, std::memory_order_relaxed);
   }
 

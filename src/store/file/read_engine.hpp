@@ -40,6 +40,7 @@ struct OpenFile {
   std::uint64_t size = 0;
   std::string store;  // for error messages: "file:///data/era5.zarr"
   std::string key;
+  std::string path;   // on the local file system
   // Set when a read on direct_fd failed with EINVAL; later pieces read buffered.
   mutable std::atomic<bool> direct_refused{false};
   OpenFile() = default;

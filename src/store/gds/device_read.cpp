@@ -2,6 +2,7 @@
 #include "store/gds/device_read.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -254,7 +255,9 @@ struct DeviceReader::Impl {
     if (!stream && last) cuda::event_synchronize(last->done);
   }
 
-  void cufile_read(const store_detail::OpenFile& f, std::uint64_t off, std::uint64_t len, void* dst, void* stream) {
+  // Reads with cuFile; false (after nothing was written) when cuFile refuses the file, which
+  // then switches this reader to the ring for good and says why.
+  bool cufile_read(const store_detail::OpenFile& f, std::uint64_t off, std::uint64_t len, void* dst, void* stream) {
     const CuFile& c = cufile();
     if (stream) {
       // cuFileRead is synchronous: work already queued on `stream` may still use the
@@ -264,15 +267,25 @@ struct DeviceReader::Impl {
       cuda::event_synchronize(slots[0].done);
     }
     cuda::set_device(device);
+    // A descriptor of cuFile's own with no flags but O_DIRECT (DMA needs it; compatibility
+    // mode also takes a buffered one): registration refuses some open flags.
+    int fd = ::open(f.path.c_str(), O_RDONLY | O_DIRECT);
+    if (fd < 0) fd = ::open(f.path.c_str(), O_RDONLY);
+    if (fd < 0) throw Error(ErrorCode::kIo, std::string("cannot open: ") + std::strerror(errno), ErrorContext{f.store, f.key, {}});
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
     CuFileDescr d{};
     d.type = kOpaqueFd;
-    // cuFile needs an O_DIRECT descriptor for DMA; in compatibility mode a buffered one works.
-    d.handle.fd = f.direct_fd >= 0 ? f.direct_fd : f.fd;
+    d.handle.fd = fd;
     void* fh = nullptr;
     CuFileError e = c.handle_register(&fh, &d);
-    if (e.err != 0)
-      throw Error(ErrorCode::kIo, "cuFileHandleRegister failed (cuFile error " + std::to_string(e.err) + ")",
-                  ErrorContext{f.store, f.key, off});
+    if (e.err != 0) {
+      choice = {DevicePath::kBounceRing, choice.why + "; cuFileHandleRegister failed (cuFile error " +
+                                             std::to_string(e.err) + "): pinned bounce ring"};
+      return false;
+    }
     struct Dereg {
       const CuFile& c;
       void* fh;
@@ -291,6 +304,7 @@ struct DeviceReader::Impl {
                     ErrorContext{f.store, f.key, off + done});
       done += static_cast<std::uint64_t>(n);
     }
+    return true;
   }
 };
 
@@ -333,13 +347,9 @@ std::optional<std::uint64_t> DeviceReader::read_to_device(std::string_view key, 
   if (!f) return std::nullopt;
   auto r = store_detail::resolve_range(range, f->size, m.store->describe(), key);
   if (r.length == 0) return 0;
-  // cuFile wants O_DIRECT descriptors; the ring asks the store's O_DIRECT setting.
-  if (cufile || m.local->direct_for(r.length) != store_detail::ReadOp::Direct::kNo) m.local->open_direct(*f);
-  if (cufile) {
-    m.cufile_read(*f, r.offset, r.length, dst, stream);
-  } else {
-    m.ring_read(f.get(), r.offset, r.length, dst, stream);
-  }
+  // The ring asks the store's O_DIRECT setting (cuFile opens a descriptor of its own).
+  if (m.local->direct_for(r.length) != store_detail::ReadOp::Direct::kNo) m.local->open_direct(*f);
+  if (!cufile || !m.cufile_read(*f, r.offset, r.length, dst, stream)) m.ring_read(f.get(), r.offset, r.length, dst, stream);
   return r.length;
 }
 

@@ -132,6 +132,9 @@ TEST_F(DeviceReadGpu, CuFileWhereItLoads) {
   gds::DeviceReader reader(store, 0, s);
   EXPECT_EQ(reader.path(), gds::DevicePath::kCuFile) << reader.path_description();
   check_ranges(reader, "cuFile");
+  // cuFile may refuse the file at registration; the reader then went on with the ring (and
+  // the bytes were checked above), but cuFile itself was not exercised.
+  if (reader.path() != gds::DevicePath::kCuFile) GTEST_SKIP() << reader.path_description();
 }
 
 TEST_F(DeviceReadGpu, AutoPathAndItsReason) {
