@@ -63,3 +63,32 @@ if(CUBESTREAM_BUILD_PYTHON)
     endif()
   endif()
 endif()
+
+# io_uring for the local read engine (src/store/file/uring_engine.cpp) is optional at build
+# time: without liburing the engine uses its pread thread pool, and with it the choice is
+# still made at run time (io_uring_setup may be refused inside containers). Searched on the
+# CMake prefix path, then where pkg-config says (the GPU machine carries Debian's liburing-dev
+# in .devdeps: pass -DCMAKE_PREFIX_PATH=<.devdeps>/usr; the static archive is preferred so the
+# binary does not need liburing.so there). CUBESTREAM_LIBURING=OFF builds without it.
+set(CUBESTREAM_LIBURING "AUTO" CACHE STRING "Use liburing for the io_uring read engine: AUTO or OFF")
+set(CUBESTREAM_HAVE_LIBURING OFF)
+if(NOT CUBESTREAM_LIBURING STREQUAL "OFF")
+  # pkg-config only as a hint: FindPkgConfig also searches CMAKE_PREFIX_PATH, where a carried
+  # liburing.pc still names /usr (its original prefix), so its paths are not trusted as they are.
+  if(PkgConfig_FOUND)
+    pkg_check_modules(URING_PC QUIET liburing)
+  endif()
+  find_path(URING_INCLUDE_DIR liburing.h HINTS ${URING_PC_INCLUDE_DIRS})
+  find_library(URING_LIBRARY NAMES liburing.a uring HINTS ${URING_PC_LIBRARY_DIRS})
+  if(URING_INCLUDE_DIR AND URING_LIBRARY)
+    add_library(cs::uring UNKNOWN IMPORTED GLOBAL)
+    set_target_properties(cs::uring PROPERTIES IMPORTED_LOCATION ${URING_LIBRARY}
+      INTERFACE_INCLUDE_DIRECTORIES ${URING_INCLUDE_DIR})
+    set(CUBESTREAM_HAVE_LIBURING ON)
+  endif()
+endif()
+if(CUBESTREAM_HAVE_LIBURING)
+  message(STATUS "cubestream: io_uring read engine on (${URING_LIBRARY}, ${URING_INCLUDE_DIR})")
+else()
+  message(STATUS "cubestream: liburing not found: the local read engine uses its pread pool only")
+endif()

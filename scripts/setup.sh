@@ -13,6 +13,8 @@ packages=(
   libdlpack-dev
   # object stores: libcurl (HTTP transport) and OpenSSL's libcrypto (SigV4 signing)
   libcurl4-openssl-dev libssl-dev
+  # io_uring for the local read engine (optional at build time: without it, a pread pool)
+  liburing-dev
   # the HTTP store tests serve a store directory with a real nginx on loopback
   nginx
   # test oracles and fixture writers

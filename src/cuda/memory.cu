@@ -24,6 +24,8 @@ int device_count() {
   return n;
 }
 
+void set_device(int device) { use(device); }
+
 void* alloc_pinned(std::size_t bytes) {
   void* p = nullptr;
   CS_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));

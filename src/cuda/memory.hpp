@@ -11,6 +11,10 @@ namespace cubestream::cuda {
 // Devices visible to this process; 0 in a CPU-only build or without a usable driver.
 int device_count();
 
+// Makes `device` current on the calling thread (for libraries that use the current device,
+// e.g. cuFile in src/store/gds).
+void set_device(int device);
+
 void* alloc_pinned(std::size_t bytes);          // page-locked host memory (cudaHostAlloc)
 void free_pinned(void* p) noexcept;
 void* alloc_device(std::size_t bytes, int device);

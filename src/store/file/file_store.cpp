@@ -1,14 +1,19 @@
-// A Store over a directory of the local file system, read with pread(2).
+// A Store over a directory of the local file system.
 //
-// Each get opens the file, reads with pread and closes it: no state is shared between
-// threads, so any number of reads can run at once. (The parallel read engine, io_uring,
-// O_DIRECT and GPUDirect Storage come with the storage work; this is the portable baseline.)
+// Each read opens the file, hands its ranges to the read engine (store/file/read_engine.hpp:
+// a pread thread pool or io_uring, many pieces in flight, optional O_DIRECT) and closes it:
+// no descriptor is shared between calls, so any number of reads can run at once. The
+// settings (engine, depth, O_DIRECT, coalescing) are read from the environment when the
+// store is opened; store/file/io_settings.hpp lists them.
+#include "store/file/file_store.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,10 +26,14 @@ namespace cubestream {
 
 namespace {
 
-class FileStore final : public Store {
+class FileStore final : public store_detail::LocalFileStore {
  public:
-  explicit FileStore(std::string root) : root_(std::move(root)) {
+  FileStore(std::string root, const store_detail::IoSettings& settings, const store_detail::UringProbe* probe)
+      : root_(std::move(root)), settings_(settings) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+    std::string why;
+    engine_ = store_detail::engine_for(settings_, &why, probe);
+    io_line_ = why + "; O_DIRECT " + store_detail::to_string(settings_.direct);
   }
 
   std::string describe() const override { return "file://" + root_; }
@@ -41,43 +50,22 @@ class FileStore final : public Store {
 
   bool read_into(std::string_view key, ByteRange range, Bytes& out) const override {
     validate_key(key, describe());
-    std::string path = full_path(key);
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) return false;
-      throw io_error("cannot open", key, errno);
-    }
-    struct Closer {
-      int fd;
-      ~Closer() { ::close(fd); }
-    } closer{fd};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) throw io_error("cannot stat", key, errno);
-    if (S_ISDIR(st.st_mode)) return false;  // a "directory key" holds no value
-    auto r = store_detail::resolve_range(range, static_cast<std::uint64_t>(st.st_size), describe(), key);
+    auto f = open_file(key, false);
+    if (!f) return false;
+    auto r = store_detail::resolve_range(range, f->size, describe(), key);
     out.resize(r.length);  // reuses the buffer's capacity; no zero-fill (Bytes' allocator)
-    std::uint64_t done = 0;
-    while (done < r.length) {
-      ssize_t n = ::pread(fd, out.data() + done, r.length - done, static_cast<off_t>(r.offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw io_error("read failed", key, errno, r.offset + done);
-      }
-      if (n == 0) {
-        throw Error(ErrorCode::kIo, "file shrank while it was read",
-                    ErrorContext{describe(), std::string(key), r.offset + done});
-      }
-      done += static_cast<std::uint64_t>(n);
-    }
+    store_detail::ReadOp op{f.get(), r.offset, r.length, out.data(), r.length, direct_for(r.length)};
+    read_ops(*f, {&op, 1});
     return true;
   }
 
   std::optional<std::vector<Bytes>> get_ranges(std::string_view key,
                                                const std::vector<ByteRange>& ranges) const override {
-    // One open for all ranges; neighbouring ranges are read in one pread.
+    // One open for all ranges; neighbouring small ranges are read as one, and every read is
+    // in flight at once.
     validate_key(key, describe());
-    auto total = size(key);
-    if (!total) return std::nullopt;
+    auto f = open_file(key, false);
+    if (!f) return std::nullopt;
     struct Item {
       std::size_t index;
       store_detail::ResolvedRange r;
@@ -85,27 +73,56 @@ class FileStore final : public Store {
     std::vector<Item> items;
     items.reserve(ranges.size());
     for (std::size_t i = 0; i < ranges.size(); ++i)
-      items.push_back({i, store_detail::resolve_range(ranges[i], *total, describe(), key)});
+      items.push_back({i, store_detail::resolve_range(ranges[i], f->size, describe(), key)});
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.r.offset < b.r.offset; });
     std::vector<Bytes> out(ranges.size());
-    std::size_t i = 0;
-    while (i < items.size()) {
+    struct Group {
+      std::size_t first, last;  // items[first, last)
+      std::uint64_t begin, end;
+      Bytes block;              // used when the group holds more than one range
+    };
+    std::vector<Group> groups;
+    // Coalesce small ranges whose gap is small enough that reading it costs less than another
+    // request. A range of at least a quarter block is read on its own, straight into its
+    // output: the engine splits it into pieces in flight anyway, and reading it into a shared
+    // block would cost a copy of every byte (and the faults of a second buffer).
+    const std::int64_t gap = settings_.coalesce_bytes;
+    const std::uint64_t alone = std::max<std::uint64_t>(settings_.block_bytes / 4, 1);
+    for (std::size_t i = 0; i < items.size();) {
       std::size_t j = i + 1;
       std::uint64_t begin = items[i].r.offset, end = begin + items[i].r.length;
-      // Coalesce ranges whose gap is small enough that reading it costs less than a syscall.
-      constexpr std::uint64_t kMaxGap = 64 * 1024;
-      while (j < items.size() && items[j].r.offset <= end + kMaxGap) {
-        end = std::max(end, items[j].r.offset + items[j].r.length);
-        ++j;
+      if (items[i].r.length < alone) {
+        while (gap >= 0 && j < items.size() && items[j].r.length < alone &&
+               items[j].r.offset <= end + static_cast<std::uint64_t>(gap)) {
+          end = std::max(end, items[j].r.offset + items[j].r.length);
+          ++j;
+        }
       }
-      auto block = get_range(key, ByteRange{static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - begin)});
-      if (!block) return std::nullopt;
-      for (std::size_t k = i; k < j; ++k) {
-        auto off = items[k].r.offset - begin;
-        out[items[k].index].assign(block->begin() + static_cast<std::ptrdiff_t>(off),
-                                   block->begin() + static_cast<std::ptrdiff_t>(off + items[k].r.length));
-      }
+      groups.push_back({i, j, begin, end, {}});
       i = j;
+    }
+    std::vector<store_detail::ReadOp> ops;
+    ops.reserve(groups.size());
+    for (auto& g : groups) {
+      std::uint8_t* dst;
+      if (g.last - g.first == 1) {
+        Bytes& b = out[items[g.first].index];
+        b.resize(g.end - g.begin);
+        dst = b.data();
+      } else {
+        g.block.resize(g.end - g.begin);
+        dst = g.block.data();
+      }
+      ops.push_back({f.get(), g.begin, g.end - g.begin, dst, g.end - g.begin, direct_for(g.end - g.begin)});
+    }
+    read_ops(*f, ops);
+    for (auto& g : groups) {
+      if (g.last - g.first == 1) continue;
+      for (std::size_t k = g.first; k < g.last; ++k) {
+        auto off = items[k].r.offset - g.begin;
+        out[items[k].index].assign(g.block.begin() + static_cast<std::ptrdiff_t>(off),
+                                   g.block.begin() + static_cast<std::ptrdiff_t>(off + items[k].r.length));
+      }
     }
     return out;
   }
@@ -143,8 +160,65 @@ class FileStore final : public Store {
     return names;
   }
 
+  std::unique_ptr<store_detail::OpenFile> open_file(std::string_view key, bool direct) const override {
+    validate_key(key, describe());
+    std::string path = full_path(key);
+    auto f = std::make_unique<store_detail::OpenFile>();
+    f->store = describe();
+    f->key = std::string(key);
+    f->path = path;
+    f->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return nullptr;
+      throw io_error("cannot open", key, errno);
+    }
+    struct stat st {};
+    if (::fstat(f->fd, &st) != 0) throw io_error("cannot stat", key, errno);
+    if (S_ISDIR(st.st_mode)) return nullptr;  // a "directory key" holds no value
+    f->size = static_cast<std::uint64_t>(st.st_size);
+    if (direct) open_direct(*f);
+    return f;
+  }
+
+  // EINVAL is the kernel's answer where the file system does not do direct I/O; the store
+  // remembers it and reads buffered from then on.
+  void open_direct(store_detail::OpenFile& f) const override {
+    if (f.direct_fd >= 0 || direct_refused_.load(std::memory_order_relaxed)) return;
+    f.direct_fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (f.direct_fd < 0 && errno == EINVAL) direct_refused_.store(true, std::memory_order_relaxed);
+  }
+
+  store_detail::ReadOp::Direct direct_for(std::uint64_t length) const override {
+    using D = store_detail::ReadOp::Direct;
+    switch (settings_.direct) {
+      case store_detail::DirectMode::kOff: return D::kNo;
+      case store_detail::DirectMode::kOn: return D::kYes;
+      case store_detail::DirectMode::kAuto: return length >= settings_.direct_min_bytes ? D::kIfCold : D::kNo;
+    }
+    return D::kNo;
+  }
+
+  void note_direct_refused(const store_detail::OpenFile& f) const override {
+    if (f.direct_refused.load(std::memory_order_relaxed)) direct_refused_.store(true, std::memory_order_relaxed);
+  }
+
+  store_detail::ReadEngine& engine() const override { return *engine_; }
+  const store_detail::IoSettings& io_settings() const override { return settings_; }
+  std::string io_description() const override {
+    return io_line_ + (direct_refused_.load() ? " (refused by this file system: reading buffered)" : "");
+  }
+
  private:
   std::string full_path(std::string_view key) const { return root_ + "/" + std::string(key); }
+
+
+  void read_ops(store_detail::OpenFile& f, std::span<const store_detail::ReadOp> ops) const {
+    bool direct = std::any_of(ops.begin(), ops.end(),
+                              [](const auto& op) { return op.direct != store_detail::ReadOp::Direct::kNo; });
+    if (direct) open_direct(f);
+    engine_->run(ops);
+    note_direct_refused(f);
+  }
 
   Error io_error(const char* what, std::string_view key, int err, std::optional<std::uint64_t> off = {}) const {
     return Error(ErrorCode::kIo, std::string(what) + ": " + std::strerror(err),
@@ -152,16 +226,26 @@ class FileStore final : public Store {
   }
 
   std::string root_;
+  store_detail::IoSettings settings_;
+  std::shared_ptr<store_detail::ReadEngine> engine_;
+  std::string io_line_;
+  mutable std::atomic<bool> direct_refused_{false};
 };
 
 }  // namespace
 
-std::shared_ptr<Store> open_file_store(const std::string& root) {
+std::shared_ptr<store_detail::LocalFileStore> store_detail::open_local_file_store(const std::string& root,
+                                                                                 const IoSettings& settings,
+                                                                                 const UringProbe* probe) {
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec)) {
     throw Error(ErrorCode::kNotFound, "not a directory", ErrorContext{"file://" + root, {}, std::nullopt});
   }
-  return std::make_shared<FileStore>(std::filesystem::absolute(root).lexically_normal().string());
+  return std::make_shared<FileStore>(std::filesystem::absolute(root).lexically_normal().string(), settings, probe);
+}
+
+std::shared_ptr<Store> open_file_store(const std::string& root) {
+  return store_detail::open_local_file_store(root, store_detail::IoSettings::from_env());
 }
 
 }  // namespace cubestream
