@@ -90,7 +90,7 @@ std::vector<StoreFactory> moto_factories() {
            [](const auto& values) {
              static int n = 0;
              auto& s = server();
-             if (s.error.rfind("skip:", 0) == 0) throw std::runtime_error(s.error);
+             if (s.error.rfind("skip:", 0) == 0) throw StoreUnavailable(s.error);
              if (!s.error.empty()) throw std::runtime_error(s.error);
              const std::string prefix = "conformance_" + std::to_string(n++);
              for (const auto& [k, v] : values) s.put(prefix + "/" + k, v);

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <stdexcept>
+
 #include "cubestream/store.hpp"
 
 namespace cubestream {
@@ -23,6 +25,21 @@ struct StoreFactory {
   bool lists = true;
 };
 
+// Thrown by a factory whose server cannot run on this machine (e.g. moto is not installed):
+// the conformance tests skip with its message instead of failing.
+struct StoreUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class StoreConformance : public ::testing::TestWithParam<StoreFactory> {};
+
+// Makes the parameter's store in a test body, skipping the test when it is unavailable.
+#define CS_MAKE_STORE(var, ...)                              \
+  std::shared_ptr<Store> var;                                \
+  try {                                                      \
+    var = GetParam().make(__VA_ARGS__);                      \
+  } catch (const StoreUnavailable& e) {                      \
+    GTEST_SKIP() << e.what();                                \
+  }
 
 }  // namespace cubestream
