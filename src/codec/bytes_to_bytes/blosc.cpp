@@ -268,7 +268,6 @@ Bytes blosc_encode(ByteView in, const BloscEncodeParams& p) {
       logic::bitshuffle_block(src, shuffled.data(), bsize, p.typesize);
       src = shuffled.data();
     }
-    if (pos + 4 + bsize > limit) return memcpyed();
     put_le32(out.data() + kBloscHeaderSize + 4 * j, static_cast<std::uint32_t>(pos));
     std::size_t csize = compress_stream(p, src, bsize, out.data() + pos + 4, out.size() - pos - 4);
     if (csize == 0) {  // raw stream
@@ -277,8 +276,10 @@ Bytes blosc_encode(ByteView in, const BloscEncodeParams& p) {
     }
     put_le32(out.data() + pos, static_cast<std::uint32_t>(csize));
     pos += 4 + csize;
+    // `out` has room for every block stored raw; once the container is no smaller than the
+    // data plus its header, c-blosc's rule says store it memcpyed instead.
+    if (pos >= limit) return memcpyed();
   }
-  if (pos >= limit) return memcpyed();
   out.resize(pos);
   header(out.data(), flags, static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(pos));
   return out;

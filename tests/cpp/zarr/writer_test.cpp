@@ -113,6 +113,12 @@ TEST(WriterCodecs, BloscContainerShrinksAndStoresIncompressibleDataRaw) {
   EXPECT_EQ(enc[0], 2);                    // container version
   EXPECT_EQ(enc[2] & 0x01, 0x01);          // byte shuffle
   EXPECT_EQ(enc[2] >> 5, 1);               // lz4
+  // One block (zstd blocks are 1 MiB): compressed, not stored raw.
+  const Bytes one_block = field_bytes(50000, 4, 2);
+  auto z = codec::make_codec("blosc", {{"cname", "zstd"}, {"clevel", 3}, {"shuffle", "shuffle"}, {"typesize", 4}});
+  const Bytes zenc = static_cast<const codec::BytesToBytesCodec*>(z.get())->encode(ByteView(one_block.data(), one_block.size()));
+  EXPECT_LT(zenc.size(), one_block.size() * 3 / 4);
+  EXPECT_EQ(zenc[2] & 0x02, 0);  // not memcpyed
   std::mt19937 rng(3);
   Bytes noise(5000);
   for (auto& b : noise) b = static_cast<std::uint8_t>(rng());
