@@ -137,14 +137,30 @@ CodecResult measure(const std::string& label, const std::string& flags, const Co
 
 }  // namespace
 
+const char* kAdviseUsage =
+    "usage: cubestream advise STORE --patch DIM=N[,DIM=N...] [--window W[,W...]] [--variables a,b]\n"
+    "         [--time-dim time] [--json]\n"
+    "  the access pattern of one sample, per variable read:\n"
+    "  --patch      window of N consecutive elements along each named dimension, at a random\n"
+    "               position (e.g. latitude=128,longitude=128)\n"
+    "  --window     time offsets read around a random step t along --time-dim, e.g. -1,0,+1\n"
+    "               (default 0: one step); dimensions named in neither are read whole\n"
+    "  --variables  variables read per sample (default: every data variable)\n"
+    "  prints per variable: chunks touched per sample (averaged over window alignments), bytes\n"
+    "  read per sample, read amplification, chunk size against the 1-100 MB rule, for the\n"
+    "  current and the recommended chunks; shards of ~256 MB; codecs measured on the data; and\n"
+    "  the `cubestream rechunk` command that applies the advice\n";
+
 int run_advise(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::fputs(kAdviseUsage, stdout);
+      return 0;
+    }
   const Args args(argc, argv, 2, {"json"});
   if (auto u = args.unknown({"patch", "window", "variables", "time-dim", "json"}); !u.empty())
     throw std::invalid_argument("advise: unknown option --" + u.front());
-  if (args.positionals().size() != 1)
-    throw std::invalid_argument(
-        "usage: cubestream advise STORE --patch latitude=128,longitude=128 [--window -1,0,+1] [--variables a,b] "
-        "[--time-dim time] [--json]");
+  if (args.positionals().size() != 1) throw std::invalid_argument(kAdviseUsage);
   const auto patch = parse_sizes(args.get("patch", ""), "--patch");
   std::vector<std::int64_t> window;
   {
