@@ -2,6 +2,7 @@
 #include "zarr/rechunk.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -224,11 +225,15 @@ void size_items(ArrayPlan& p, const RechunkOptions& o) {
     p.stream = true;
     return;
   }
+  auto mib = [](std::uint64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+    return std::string(buf);
+  };
   throw Error(ErrorCode::kResourceExhausted,
-              "array '" + p.path + "': one " + (p.sharded ? "inner chunk " : "chunk ") + shape_str(p.chunks) + " of " +
-                  std::to_string(chunk_bytes >> 20) + " MiB (with the reader's scratch of " +
-                  std::to_string(src_scratch >> 20) + " MiB) does not fit --memory " + std::to_string(o.memory_bytes >> 20) +
-                  " MiB; raise --memory or choose smaller chunks");
+              "array '" + p.path + "': one " + (p.sharded ? "inner chunk " : "chunk ") + shape_str(p.chunks) + " of " + mib(chunk_bytes) +
+                  " (plus its encoding, and the reader's scratch of " + mib(src_scratch) + ") does not fit --memory " +
+                  mib(o.memory_bytes) + "; raise --memory or choose smaller chunks");
 }
 
 // Copies the part of `slab` (region slab_start/slab_shape of the array) that lies in the box
