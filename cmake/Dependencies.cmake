@@ -29,6 +29,20 @@ cs_find_c_library(lz4 lz4.h lz4 liblz4)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
+# libnetcdf reads netCDF-4/HDF5 (and netCDF-3) files for `cubestream convert`; only the
+# command links it. Without it (Debian: libnetcdf-dev) convert explains what is missing.
+set(CUBESTREAM_HAVE_NETCDF OFF)
+if(PkgConfig_FOUND)
+  pkg_check_modules(netcdf_PC QUIET IMPORTED_TARGET netcdf)
+  if(netcdf_PC_FOUND)
+    set(CUBESTREAM_HAVE_NETCDF ON)
+    add_library(cs::netcdf ALIAS PkgConfig::netcdf_PC)
+  endif()
+endif()
+if(NOT CUBESTREAM_HAVE_NETCDF)
+  message(STATUS "libnetcdf not found: `cubestream convert` is built without netCDF support")
+endif()
+
 # libblosc is a test oracle only: the library decodes blosc itself.
 find_path(BLOSC_INCLUDE_DIR blosc.h)
 find_library(BLOSC_LIBRARY blosc)

@@ -19,6 +19,9 @@ packages=(
   nginx
   # test oracles and fixture writers
   libblosc-dev python3-zarr python3-numcodecs python3-xarray python3-netcdf4
+  # `cubestream convert` reads netCDF-4/HDF5 files through libnetcdf; python3-dask is the
+  # xarray + dask baseline of bench/rechunk_bench.sh
+  libnetcdf-dev python3-dask
   # real climate fields (CMIP5) for the demo store and tests
   libncarg-data
   # libFuzzer targets

@@ -63,6 +63,39 @@ class Store {
   virtual std::vector<std::string> list_dir(std::string_view prefix) const = 0;
 };
 
+// A store that can also be written: what `cubestream rechunk` and `convert` write into. The
+// read interface above is unchanged; writers add these operations.
+//
+// Every value appears atomically: put() and ValueWriter::commit() write the bytes under a
+// temporary key beside the final one and rename it into place, so a reader (or a writer that
+// resumes after a crash) sees either no value or the whole value, never a part of one.
+class WritableStore : public Store {
+ public:
+  // Streams one value in pieces; nothing is visible under the key until commit(). Destroying
+  // a writer that was not committed discards what it wrote.
+  class ValueWriter {
+   public:
+    virtual ~ValueWriter() = default;
+    virtual void append(ByteView bytes) = 0;
+    // Overwrites bytes already appended (offset + size <= size()): used to fill in a shard
+    // index placed at the start of a shard once its inner chunks are written.
+    virtual void write_at(std::uint64_t offset, ByteView bytes) = 0;
+    virtual std::uint64_t size() const = 0;
+    virtual void commit() = 0;
+  };
+
+  // Stores `value` under `key`, replacing any value there, atomically.
+  virtual void put(std::string_view key, ByteView value);
+  virtual std::unique_ptr<ValueWriter> open_writer(std::string_view key) = 0;
+  // Removes the value under `key`; a key that does not exist is not an error.
+  virtual void erase(std::string_view key) = 0;
+  // Removes every value whose key starts with `prefix` + "/" (everything for ""), and the
+  // value under `prefix` itself.
+  virtual void erase_prefix(std::string_view prefix) = 0;
+  // Removes temporaries that interrupted writers left behind (see above); returns how many.
+  virtual std::size_t remove_temporaries() { return 0; }
+};
+
 // Throws Error(kPathEscape) naming `store` when `key` is not a safe relative key.
 void validate_key(std::string_view key, std::string_view store_description);
 
@@ -72,13 +105,21 @@ std::string join_key(std::string_view a, std::string_view b);
 // A store over a directory of the local file system.
 std::shared_ptr<Store> open_file_store(const std::string& root);
 
+// A writable store over a directory of the local file system; `root` is created (with its
+// parents) when it does not exist. Writes go to "<dir>/.<name>.tmp-<pid>-<n>" and are renamed
+// into place; errors (ENOSPC, EACCES, ...) are Error(kIo) naming the key.
+std::shared_ptr<WritableStore> open_writable_file_store(const std::string& root);
+
 // A store held in memory (tests, fuzzing, small generated data).
-class MemoryStore : public Store {
+class MemoryStore : public WritableStore {
  public:
   explicit MemoryStore(std::string name = "memory");
   void set(std::string key, Bytes value);
   void set(std::string key, std::string_view value);
-  void erase(std::string_view key);
+  void erase(std::string_view key) override;
+  void put(std::string_view key, ByteView value) override;
+  std::unique_ptr<ValueWriter> open_writer(std::string_view key) override;
+  void erase_prefix(std::string_view prefix) override;
 
   std::string describe() const override;
   std::optional<Bytes> get(std::string_view key) const override;

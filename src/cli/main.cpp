@@ -21,6 +21,15 @@ void usage(std::FILE* to) {
                "  stats STORE [STORE...] [--variables a,b] [--threads N] [--output PATH] [--print]\n"
                "                              mean/std per variable and channel for the loader's\n"
                "                              normalisation, stored as STORE/cubestream_stats.json\n"
+               "  rechunk SRC DST [--chunks time=1] [--shards time=64] [--codec zstd:3] [--shuffle]\n"
+               "          [--format 3|2] [--memory 2G] [--threads N] [--overwrite|--resume] [--part i/n]\n"
+               "                              copy a store into new chunks, shards and codecs, out of\n"
+               "                              core (cubestream rechunk --help for every option)\n"
+               "  convert FILE.nc [FILE.nc...] DST [--chunks ...] [--codec ...] [--format 3|2]\n"
+               "                              netCDF-4/HDF5 (and netCDF-3) files into one Zarr store,\n"
+               "                              joined along the record (time) dimension\n"
+               "  advise STORE --patch lat=128,lon=128 [--window -1,0,+1] [--variables a,b]\n"
+               "                              chunk, shard and codec advice for an access pattern\n"
                "  info                        version, build features and visible GPUs\n");
 }
 
@@ -37,6 +46,9 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return cubestream::cli::run_bench(argc, argv);
     if (cmd == "info") return cubestream::cli::run_info(argc, argv);
     if (cmd == "stats") return cubestream::cli::run_stats(argc, argv);
+    if (cmd == "rechunk") return cubestream::cli::run_rechunk(argc, argv);
+    if (cmd == "convert") return cubestream::cli::run_convert(argc, argv);
+    if (cmd == "advise") return cubestream::cli::run_advise(argc, argv);
     std::fprintf(stderr, "cubestream: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;

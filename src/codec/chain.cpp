@@ -9,6 +9,10 @@
 
 namespace cubestream::codec {
 
+void Codec::no_encoder() const {
+  throw Error(ErrorCode::kUnsupported, "codec '" + name() + "' has no encoder in cubestream (it can be read, not written)");
+}
+
 CodecChain::CodecChain(std::vector<CodecPtr> codecs) : all_(std::move(codecs)) {
   // A bytes->bytes filter listed before the array->bytes codec works on the array's elements
   // (Zarr v3 writers put numcodecs filters there): wrap it as an array->array codec.
@@ -170,6 +174,31 @@ void CodecChain::decode(ByteView encoded, const ChunkSpec& spec, MutableByteView
       arr = next;
     }
   }
+}
+
+std::string CodecChain::first_without_encoder() const {
+  for (const auto& c : all_)
+    if (!c->can_encode()) return c->name();
+  return "";
+}
+
+bool CodecChain::can_encode() const { return first_without_encoder().empty(); }
+
+Bytes CodecChain::encode(ByteView decoded, const ChunkSpec& spec) const {
+  if (decoded.size() != spec.num_bytes()) throw Error(ErrorCode::kInternal, "encode: input size does not match the chunk");
+  auto specs = array_specs(a2a_, spec);
+  // Array side in list order: each array->array codec maps specs[i] to specs[i + 1].
+  Bytes arr_a, arr_b;
+  ByteView cur = decoded;
+  for (std::size_t i = 0; i < a2a_.size(); ++i) {
+    Bytes& dst = (i % 2 == 0) ? arr_a : arr_b;
+    dst.resize(specs[i + 1].num_bytes());
+    a2a_[i]->encode(cur, specs[i], MutableByteView(dst.data(), dst.size()));
+    cur = ByteView(dst.data(), dst.size());
+  }
+  Bytes bytes = a2b_->encode(cur, specs.back());
+  for (auto* c : b2b_) bytes = c->encode(ByteView(bytes.data(), bytes.size()));
+  return bytes;
 }
 
 }  // namespace cubestream::codec

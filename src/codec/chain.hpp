@@ -33,6 +33,16 @@ class CodecChain {
   // chunk's elements in native byte order, C order.
   void decode(ByteView encoded, const ChunkSpec& spec, MutableByteView out) const;
 
+  // Encodes one chunk: `decoded` holds exactly spec.num_bytes() bytes (native byte order, C
+  // order; edge chunks are passed whole, padded with the fill value, as Zarr stores them).
+  // Runs the codecs in list order. Error(kUnsupported) naming the codec when one has no
+  // encoder (check can_encode() first to fail before any write).
+  Bytes encode(ByteView decoded, const ChunkSpec& spec) const;
+  // Whether every codec of the chain (and of nested chains) can encode.
+  bool can_encode() const;
+  // The first codec without an encoder, for messages ("" when all have one).
+  std::string first_without_encoder() const;
+
   // Size of the encoded chunk: exact when every codec fixes it (used for shard indexes).
   SizeBound encoded_size(const ChunkSpec& spec) const;
 

@@ -7,7 +7,10 @@
 // A Zarr v2 array maps onto the same chain: order "F" becomes a transpose, the dtype's byte
 // order becomes the `bytes` codec, filters and the compressor become bytes->bytes codecs.
 //
-// Only decoding is implemented here: cubestream reads. Every decode is bounded: a codec never
+// Decoding is what the reader uses. Encoding (the writer: `cubestream rechunk`, `convert`) is
+// offered by the codecs that have an encoder here or in a library of the distribution; the
+// others answer can_encode() false and throw Error(kUnsupported) from encode(). Every encode
+// is the exact inverse of decode: decode(encode(x)) == x bit for bit. Every decode is bounded: a codec never
 // writes more than the output span it is given, and a stream that would decode to more is an
 // Error(kSizeMismatch), so a malicious chunk cannot make us allocate without bound.
 #pragma once
@@ -57,6 +60,11 @@ class Codec {
   virtual std::string name() const = 0;
   // The codec's configuration, for `cubestream inspect` and error messages.
   virtual nlohmann::json configuration() const = 0;
+  // Whether encode() is implemented (the writer checks a whole chain before writing anything).
+  virtual bool can_encode() const { return false; }
+
+ protected:
+  [[noreturn]] void no_encoder() const;
 };
 
 class ArrayToArrayCodec : public Codec {
@@ -67,6 +75,11 @@ class ArrayToArrayCodec : public Codec {
   // `encoded` holds an array of `encoded_spec(decoded)` in native byte order, C order;
   // `out` receives the decoded array (exactly decoded.num_bytes()).
   virtual void decode(ByteView encoded, const ChunkSpec& decoded, MutableByteView out) const = 0;
+  // The inverse: `decoded` holds decoded.num_bytes() bytes (native order, C order); `out`
+  // receives the encoded array of encoded_spec(decoded) (same size).
+  virtual void encode(ByteView decoded, const ChunkSpec& decoded_spec, MutableByteView out) const {
+    no_encoder();
+  }
 };
 
 class ArrayToBytesCodec : public Codec {
@@ -79,6 +92,8 @@ class ArrayToBytesCodec : public Codec {
   // True when decode() is a plain copy on this host (no byte swap), so that the stage before
   // may write straight into the output.
   virtual bool is_identity_on_host(const ChunkSpec&) const { return false; }
+  // Serialises `decoded` (exactly spec.num_bytes(), native byte order, C order).
+  virtual Bytes encode(ByteView decoded, const ChunkSpec& spec) const { no_encoder(); }
 };
 
 class BytesToBytesCodec : public Codec {
@@ -93,6 +108,8 @@ class BytesToBytesCodec : public Codec {
   // dtypes (delta, fixedscaleoffset, quantize, bitround): these may also stand before the
   // array->bytes codec, where Zarr v3 writers put them.
   virtual bool is_elementwise_filter() const { return false; }
+  // Encodes `in`; the result decodes back to exactly `in`.
+  virtual Bytes encode(ByteView in) const { no_encoder(); }
 };
 
 using CodecPtr = std::shared_ptr<const Codec>;

@@ -41,6 +41,12 @@ std::string join_key(std::string_view a, std::string_view b) {
   return out;
 }
 
+void WritableStore::put(std::string_view key, ByteView value) {
+  auto w = open_writer(key);
+  w->append(value);
+  w->commit();
+}
+
 bool Store::read_into(std::string_view key, ByteRange range, Bytes& out) const {
   auto v = get_range(key, range);
   if (!v) return false;

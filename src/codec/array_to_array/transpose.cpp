@@ -53,6 +53,18 @@ void TransposeCodec::decode(ByteView encoded, const ChunkSpec& decoded, MutableB
   permute_axes(encoded.data(), enc.shape, order, out.data(), decoded.dtype.size);
 }
 
+void TransposeCodec::encode(ByteView decoded, const ChunkSpec& decoded_spec, MutableByteView out) const {
+  auto order = order_for(decoded_spec.shape.size());
+  if (decoded.size() != decoded_spec.num_bytes() || out.size() != decoded_spec.num_bytes()) {
+    throw Error(ErrorCode::kInternal, "transpose: buffer sizes do not match the chunk");
+  }
+  // encoded[e] = decoded[d] with e[i] = d[order[i]]: permute_axes moves decoded index d to
+  // the index e with e[inverse[j]] = d[j], where inverse[order[i]] = i.
+  std::vector<int> inverse(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) inverse[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+  permute_axes(decoded.data(), decoded_spec.shape, inverse, out.data(), decoded_spec.dtype.size);
+}
+
 CodecPtr make_transpose_codec(const nlohmann::json& configuration) {
   if (!configuration.contains("order")) throw Error(ErrorCode::kInvalidMetadata, "transpose: missing \"order\"");
   const auto& o = configuration["order"];

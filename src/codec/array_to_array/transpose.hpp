@@ -15,6 +15,8 @@ class TransposeCodec final : public ArrayToArrayCodec {
   nlohmann::json configuration() const override;
   ChunkSpec encoded_spec(const ChunkSpec& decoded) const override;
   void decode(ByteView encoded, const ChunkSpec& decoded, MutableByteView out) const override;
+  bool can_encode() const override { return true; }
+  void encode(ByteView decoded, const ChunkSpec& decoded_spec, MutableByteView out) const override;
 
  private:
   std::vector<int> order_for(std::size_t rank) const;

@@ -36,6 +36,16 @@ void BytesCodec::decode(ByteView encoded, const ChunkSpec& decoded, MutableByteV
   if (!is_identity_on_host(decoded)) byte_swap_inplace(out.data(), out.size(), decoded.dtype.swap_unit());
 }
 
+Bytes BytesCodec::encode(ByteView decoded, const ChunkSpec& spec) const {
+  if (decoded.size() != spec.num_bytes()) throw Error(ErrorCode::kInternal, "bytes: input size does not match the chunk");
+  if (spec.dtype.size > 1 && endian_ == ByteOrder::kNotApplicable) {
+    throw Error(ErrorCode::kInvalidMetadata, "bytes codec needs \"endian\" for multi-byte type " + spec.dtype.name());
+  }
+  Bytes out(decoded.begin(), decoded.end());
+  if (!is_identity_on_host(spec)) byte_swap_inplace(out.data(), out.size(), spec.dtype.swap_unit());
+  return out;
+}
+
 CodecPtr make_bytes_codec(const nlohmann::json& configuration) {
   ByteOrder order = ByteOrder::kNotApplicable;
   if (configuration.contains("endian") && !configuration["endian"].is_null()) {

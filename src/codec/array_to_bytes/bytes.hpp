@@ -13,6 +13,8 @@ class BytesCodec final : public ArrayToBytesCodec {
   SizeBound encoded_size(const ChunkSpec& decoded) const override { return {decoded.num_bytes(), true}; }
   void decode(ByteView encoded, const ChunkSpec& decoded, MutableByteView out) const override;
   bool is_identity_on_host(const ChunkSpec& spec) const override;
+  bool can_encode() const override { return true; }
+  Bytes encode(ByteView decoded, const ChunkSpec& spec) const override;
   ByteOrder endian() const { return endian_; }
 
  private:

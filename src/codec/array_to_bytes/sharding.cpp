@@ -1,5 +1,7 @@
 #include "codec/array_to_bytes/sharding.hpp"
 
+#include <cstring>
+
 #include "codec/decode_check.hpp"
 #include "codec/factories.hpp"
 #include "core/strided_copy.hpp"
@@ -107,6 +109,53 @@ void ShardingCodec::decode(ByteView encoded, const ChunkSpec& decoded, MutableBy
     }
     copy_box(chunk.data(), chunk_shape_, zeros, out.data(), decoded.shape, start, chunk_shape_, elem);
   }
+}
+
+Bytes ShardingCodec::encode_index(const std::vector<ShardIndexEntry>& entries,
+                                  const std::vector<std::int64_t>& shard_shape) const {
+  auto grid = inner_grid(shard_shape);
+  ChunkSpec spec = index_spec(grid);
+  if (entries.size() * 16 != spec.num_bytes()) throw Error(ErrorCode::kInternal, "sharding_indexed: index has the wrong number of entries");
+  // The decoded index is a uint64 array of shape grid + [2] in native byte order; its codecs
+  // (bytes little-endian + crc32c by default) serialise it.
+  Bytes raw(spec.num_bytes());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    std::memcpy(raw.data() + 16 * i, &entries[i].offset, 8);
+    std::memcpy(raw.data() + 16 * i + 8, &entries[i].nbytes, 8);
+  }
+  return index_.encode(ByteView(raw.data(), raw.size()), spec);
+}
+
+Bytes ShardingCodec::encode(ByteView decoded, const ChunkSpec& spec) const {
+  if (decoded.size() != spec.num_bytes()) throw Error(ErrorCode::kInternal, "sharding_indexed: input size does not match the shard");
+  const auto grid = inner_grid(spec.shape);
+  const ChunkSpec inner = inner_spec(spec);
+  const std::size_t rank = grid.size(), elem = spec.dtype.size;
+  std::size_t count = 1;
+  for (auto g : grid) count *= static_cast<std::size_t>(g);
+  const std::uint64_t isize = index_size(spec.shape);
+  const std::uint64_t base = where_ == IndexLocation::kStart ? isize : 0;
+  std::vector<ShardIndexEntry> entries(count);
+  Bytes data, chunk(inner.num_bytes());
+  std::vector<std::int64_t> start(rank), zeros(rank, 0);
+  for (std::size_t flat = 0; flat < count; ++flat) {
+    std::size_t rem = flat;
+    for (std::size_t d = rank; d-- > 0;) {
+      start[d] = static_cast<std::int64_t>(rem % static_cast<std::size_t>(grid[d])) * chunk_shape_[d];
+      rem /= static_cast<std::size_t>(grid[d]);
+    }
+    copy_box(decoded.data(), spec.shape, start, chunk.data(), chunk_shape_, zeros, chunk_shape_, elem);
+    Bytes enc = inner_.encode(ByteView(chunk.data(), chunk.size()), inner);
+    entries[flat] = {base + data.size(), enc.size()};
+    data.insert(data.end(), enc.begin(), enc.end());
+  }
+  Bytes index = encode_index(entries, spec.shape);
+  if (where_ == IndexLocation::kStart) {
+    index.insert(index.end(), data.begin(), data.end());
+    return index;
+  }
+  data.insert(data.end(), index.begin(), index.end());
+  return data;
 }
 
 CodecPtr make_sharding_codec(const nlohmann::json& configuration) {

@@ -24,6 +24,11 @@ class ShardingCodec final : public ArrayToBytesCodec {
   nlohmann::json configuration() const override { return config_; }
   SizeBound encoded_size(const ChunkSpec& decoded) const override;
   void decode(ByteView encoded, const ChunkSpec& decoded, MutableByteView out) const override;
+  bool can_encode() const override { return inner_.can_encode() && index_.can_encode(); }
+  // Encodes a whole shard held in memory: every inner chunk in C order of the inner grid, then
+  // the index at the configured end. (The writer streams large shards through encode_index
+  // instead, one inner chunk at a time.)
+  Bytes encode(ByteView decoded, const ChunkSpec& spec) const override;
 
   const std::vector<std::int64_t>& inner_chunk_shape() const { return chunk_shape_; }
   const CodecChain& inner_chain() const { return inner_; }
@@ -39,6 +44,10 @@ class ShardingCodec final : public ArrayToBytesCodec {
   // that every entry stays inside the shard's data.
   ShardIndex decode_index(ByteView encoded_index, const std::vector<std::int64_t>& shard_shape,
                           std::uint64_t shard_size) const;
+  // Encodes an index: `entries` holds one (offset, nbytes) per inner chunk in C order of the
+  // inner grid (ShardIndexEntry{~0, ~0} for an empty one). With the index at the start, the
+  // offsets must already count the index's index_size() bytes.
+  Bytes encode_index(const std::vector<ShardIndexEntry>& entries, const std::vector<std::int64_t>& shard_shape) const;
 
  private:
   std::vector<std::int64_t> chunk_shape_;

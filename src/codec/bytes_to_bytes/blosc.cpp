@@ -11,6 +11,7 @@
 // (shuffle -1 auto, 0 none, 1 byte, 2 bit). None of it is needed to decode: the header of each
 // chunk says how it was written. Blocks are decoded one after another on the calling thread;
 // the pipeline decodes chunks in parallel.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -147,9 +148,153 @@ void decode_stream(std::uint8_t format, ByteView buf, const logic::BloscStream& 
   throw_decode_error(ErrorCode::kCorruptData, kName, "unknown compressor", 2);
 }
 
+// ---- encoding: our own c-blosc 1.x container writer ---------------------------------------
+//
+// Writes container version 2 with versionlz 1 (what c-blosc 1.x writes for every compressor),
+// always with the don't-split flag, so each block is one stream (c-blosc 1.x and our decoder
+// honour the flag; c-blosc itself sets it for zstd and zlib). Per block: shuffle into a
+// scratch buffer, compress; a stream that does not shrink is stored raw (csize == its size,
+// which is how c-blosc marks raw streams). When the whole container would not be smaller
+// than the data plus the header, the data is stored memcpyed (flag bit 1), as c-blosc does.
+// Compressors: lz4 (liblz4), zstd (libzstd), zlib (zlib); blosclz and snappy are decode-only.
+struct BloscEncodeParams {
+  BloscCompressor compressor = BloscCompressor::kLz4;
+  int clevel = 5;
+  int shuffle = 1;            // 0 none, 1 byte, 2 bit
+  std::size_t typesize = 1;
+  std::size_t blocksize = 0;  // 0: chosen here
+};
+
+BloscEncodeParams blosc_encode_params(const nlohmann::json& cfg) {
+  BloscEncodeParams p;
+  const std::string cname = config::get_string(cfg, kName, "cname").value_or("lz4");
+  if (cname == "lz4") p.compressor = BloscCompressor::kLz4;
+  else if (cname == "zstd") p.compressor = BloscCompressor::kZstd;
+  else if (cname == "zlib") p.compressor = BloscCompressor::kZlib;
+  else throw Error(ErrorCode::kUnsupported, "blosc: cubestream writes cname lz4, zstd or zlib, not \"" + cname + "\"");
+  p.clevel = static_cast<int>(config::get_int(cfg, kName, "clevel").value_or(5));
+  if (p.clevel < 0 || p.clevel > 9) config::fail(kName, "clevel", "must be 0..9");
+  p.typesize = static_cast<std::size_t>(config::get_int(cfg, kName, "typesize").value_or(1));
+  // c-blosc stores typesize in one byte and treats larger types as bytes.
+  if (p.typesize < 1 || p.typesize > 255) p.typesize = 1;
+  if (const nlohmann::json* s = config::find(cfg, "shuffle")) {
+    if (s->is_string()) {  // Zarr v3 spelling
+      if (*s == "noshuffle") p.shuffle = 0;
+      else if (*s == "shuffle") p.shuffle = 1;
+      else if (*s == "bitshuffle") p.shuffle = 2;
+      else config::fail(kName, "shuffle", "must be \"noshuffle\", \"shuffle\" or \"bitshuffle\"");
+    } else {  // numcodecs: -1 auto (bit-shuffle for 1-byte types, else byte), 0, 1, 2
+      const auto v = s->get<std::int64_t>();
+      if (v == -1) p.shuffle = p.typesize == 1 ? 2 : 1;
+      else if (v >= 0 && v <= 2) p.shuffle = static_cast<int>(v);
+      else config::fail(kName, "shuffle", "must be -1, 0, 1 or 2");
+    }
+  }
+  const auto bs = config::get_int(cfg, kName, "blocksize").value_or(0);
+  if (bs < 0) config::fail(kName, "blocksize", "must not be negative");
+  p.blocksize = static_cast<std::size_t>(bs);
+  return p;
+}
+
+void put_le32(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+// Compresses one stream into `dst` (room `cap`); returns 0 when it does not shrink.
+std::size_t compress_stream(const BloscEncodeParams& p, const std::uint8_t* src, std::size_t n, std::uint8_t* dst,
+                            std::size_t cap) {
+  switch (p.compressor) {
+    case BloscCompressor::kLz4: {
+      const int r = LZ4_compress_fast(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(dst), static_cast<int>(n),
+                                      static_cast<int>(cap), 1);
+      return r > 0 && static_cast<std::size_t>(r) < n ? static_cast<std::size_t>(r) : 0;
+    }
+    case BloscCompressor::kZstd:
+    case BloscCompressor::kZlib: {
+      Bytes c = p.compressor == BloscCompressor::kZstd ? zstd_encode_frame(ByteView(src, n), p.clevel, false)
+                                                       : deflate_encode(ByteView(src, n), InflateContainer::kZlib, p.clevel);
+      if (c.size() >= n || c.size() > cap) return 0;
+      std::memcpy(dst, c.data(), c.size());
+      return c.size();
+    }
+    default: break;
+  }
+  throw Error(ErrorCode::kUnsupported, "blosc: no encoder for this compressor");
+}
+
+Bytes blosc_encode(ByteView in, const BloscEncodeParams& p) {
+  using logic::kBloscHeaderSize;
+  if (in.size() > logic::kBloscMaxSize - kBloscHeaderSize)
+    throw Error(ErrorCode::kInvalidArgument, "blosc: a chunk of " + std::to_string(in.size()) +
+                                                 " bytes is larger than the c-blosc 1.x format allows (2 GiB)");
+  const auto nbytes = static_cast<std::uint32_t>(in.size());
+  std::uint8_t flags = logic::kBloscFlagDontSplit | static_cast<std::uint8_t>(static_cast<std::uint8_t>(p.compressor) << 5);
+  if (p.shuffle == 1) flags |= logic::kBloscFlagShuffle;
+  if (p.shuffle == 2) flags |= logic::kBloscFlagBitShuffle;
+  auto header = [&](std::uint8_t* h, std::uint8_t f, std::uint32_t blocksize, std::uint32_t cbytes) {
+    h[0] = 2;  // container format version
+    h[1] = 1;  // compressor format version
+    h[2] = f;
+    h[3] = static_cast<std::uint8_t>(p.typesize);
+    put_le32(h + 4, nbytes);
+    put_le32(h + 8, blocksize);
+    put_le32(h + 12, cbytes);
+  };
+  auto memcpyed = [&]() {
+    Bytes out(kBloscHeaderSize + in.size());
+    header(out.data(), static_cast<std::uint8_t>(flags | logic::kBloscFlagMemcpyed), nbytes, static_cast<std::uint32_t>(out.size()));
+    if (!in.empty()) std::memcpy(out.data() + kBloscHeaderSize, in.data(), in.size());
+    return out;
+  };
+  if (p.clevel == 0 || in.empty()) return memcpyed();
+  // Blocks: a multiple of 8 elements (so bit-shuffle applies to every whole block), 256 KiB for
+  // lz4 and 1 MiB for zstd/zlib (which gain from longer windows) unless configured.
+  const std::size_t unit = 8 * p.typesize;
+  std::size_t block = p.blocksize ? p.blocksize : (p.compressor == BloscCompressor::kLz4 ? (256u << 10) : (1u << 20));
+  block = std::max(unit, block / unit * unit);
+  if (block > in.size()) block = in.size();
+  const std::size_t nblocks = (in.size() + block - 1) / block;
+  const std::size_t limit = kBloscHeaderSize + in.size();  // not smaller than this: memcpyed
+  Bytes out(kBloscHeaderSize + 4 * nblocks + in.size() + 4 * nblocks + 64);
+  Bytes shuffled(block);
+  std::size_t pos = kBloscHeaderSize + 4 * nblocks;
+  for (std::size_t j = 0; j < nblocks; ++j) {
+    const std::size_t bsize = std::min(block, in.size() - j * block);
+    const std::uint8_t* src = in.data() + j * block;
+    if (p.shuffle == 1 && p.typesize > 1) {
+      logic::shuffle_block(src, shuffled.data(), bsize, p.typesize);
+      src = shuffled.data();
+    } else if (p.shuffle == 2 && bsize >= p.typesize) {
+      logic::bitshuffle_block(src, shuffled.data(), bsize, p.typesize);
+      src = shuffled.data();
+    }
+    put_le32(out.data() + kBloscHeaderSize + 4 * j, static_cast<std::uint32_t>(pos));
+    std::size_t csize = compress_stream(p, src, bsize, out.data() + pos + 4, out.size() - pos - 4);
+    if (csize == 0) {  // raw stream
+      std::memcpy(out.data() + pos + 4, src, bsize);
+      csize = bsize;
+    }
+    put_le32(out.data() + pos, static_cast<std::uint32_t>(csize));
+    pos += 4 + csize;
+    // `out` has room for every block stored raw; once the container is no smaller than the
+    // data plus its header, c-blosc's rule says store it memcpyed instead.
+    if (pos >= limit) return memcpyed();
+  }
+  out.resize(pos);
+  header(out.data(), flags, static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(pos));
+  return out;
+}
+
 class BloscCodec final : public BytesToBytesCodec {
  public:
   explicit BloscCodec(nlohmann::json cfg) : cfg_(std::move(cfg)) {}
+  bool can_encode() const override {
+    const auto cname = config::get_string(cfg_, kName, "cname").value_or("lz4");
+    return cname == "lz4" || cname == "zstd" || cname == "zlib";
+  }
+  // Zarr v2 configurations carry no typesize (numcodecs takes it from the array's itemsize):
+  // the writer adds "typesize" to the configuration it encodes with.
+  Bytes encode(ByteView in) const override { return blosc_encode(in, blosc_encode_params(cfg_)); }
   std::string name() const override { return kName; }
   nlohmann::json configuration() const override { return cfg_; }
   SizeBound encoded_size(SizeBound decoded) const override {

@@ -34,6 +34,19 @@ class Checksum32Codec final : public BytesToBytesCodec {
     return {decoded.bytes + kChecksumBytes, decoded.exact};
   }
 
+  bool can_encode() const override { return true; }
+  // The payload and its checksum as a little-endian u32, before or after it.
+  Bytes encode(ByteView in) const override {
+    const std::uint32_t sum = spec_.fn(spec_.initial, in.data(), in.size());
+    const std::uint8_t le[kChecksumBytes] = {static_cast<std::uint8_t>(sum), static_cast<std::uint8_t>(sum >> 8),
+                                             static_cast<std::uint8_t>(sum >> 16), static_cast<std::uint8_t>(sum >> 24)};
+    Bytes out;
+    out.reserve(in.size() + kChecksumBytes);
+    if (location_ == ChecksumLocation::kStart) out.insert(out.end(), le, le + kChecksumBytes);
+    out.insert(out.end(), in.begin(), in.end());
+    if (location_ == ChecksumLocation::kEnd) out.insert(out.end(), le, le + kChecksumBytes);
+    return out;
+  }
   std::size_t decode(ByteView in, MutableByteView out) const override {
     CS_DECODE_CHECK(in.size() >= kChecksumBytes, kCorruptData, spec_.name,
                     "input of " + std::to_string(in.size()) + " bytes is too short to hold a 4-byte checksum",

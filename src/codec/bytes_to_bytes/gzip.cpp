@@ -26,6 +26,11 @@ class GzipCodec final : public BytesToBytesCodec {
   std::size_t decode(ByteView in, MutableByteView out) const override {
     return inflate_decode(in, out, InflateContainer::kGzip, "gzip", 0);
   }
+  bool can_encode() const override { return true; }
+  Bytes encode(ByteView in) const override {
+    const auto level = config::get_int(cfg_, "gzip", "level").value_or(-1);
+    return deflate_encode(in, InflateContainer::kGzip, static_cast<int>(level));
+  }
 
  private:
   nlohmann::json cfg_;

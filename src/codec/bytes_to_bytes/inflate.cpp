@@ -92,4 +92,37 @@ std::size_t inflate_decode(ByteView in, MutableByteView out, InflateContainer co
   return out_pos;
 }
 
+Bytes deflate_encode(ByteView in, InflateContainer container, int level) {
+  if (level < -1 || level > 9) throw Error(ErrorCode::kInvalidArgument, "deflate level must be -1..9, got " + std::to_string(level));
+  z_stream zs{};
+  // windowBits 15 writes a zlib wrapper, 15 + 16 a gzip wrapper (zlib manual, deflateInit2).
+  const int window_bits = container == InflateContainer::kGzip ? 15 + 16 : 15;
+  if (deflateInit2(&zs, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw Error(ErrorCode::kResourceExhausted, "zlib: deflateInit2 failed");
+  struct End {
+    z_stream* z;
+    ~End() { deflateEnd(z); }
+  } end{&zs};
+  // deflateBound covers the zlib wrapper; a gzip wrapper is 12 bytes longer (18 vs 6).
+  Bytes out(deflateBound(&zs, static_cast<uLong>(in.size())) + 12);
+  std::size_t in_pos = 0;
+  zs.next_out = out.data();
+  zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out.size(), UINT32_MAX));
+  int rc = Z_OK;
+  do {
+    // avail_in is 32 bits wide: feed larger inputs in pieces.
+    const std::size_t piece = std::min<std::size_t>(in.size() - in_pos, 1u << 30);
+    zs.next_in = const_cast<Bytef*>(in.data() + in_pos);
+    zs.avail_in = static_cast<uInt>(piece);
+    in_pos += piece;
+    const bool last = in_pos == in.size();
+    rc = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
+    if (rc == Z_STREAM_ERROR || (!last && zs.avail_in != 0))
+      throw Error(ErrorCode::kInternal, "zlib: deflate did not consume its input");
+  } while (in_pos < in.size());
+  if (rc != Z_STREAM_END) throw Error(ErrorCode::kInternal, "zlib: deflate did not finish the stream");
+  out.resize(zs.total_out);
+  return out;
+}
+
 }  // namespace cubestream::codec

@@ -23,4 +23,9 @@ enum class InflateContainer {
 std::size_t inflate_decode(ByteView in, MutableByteView out, InflateContainer container,
                            std::string_view codec, std::uint64_t base_offset);
 
+// Compresses `in` with zlib's deflate at `level` (-1: zlib's default, 6) into one zlib stream
+// (what Python's zlib.compress writes) or one gzip member (what Python's gzip.compress writes:
+// RFC 1952 header with mtime 0, deflate data, CRC-32 and size trailer).
+Bytes deflate_encode(ByteView in, InflateContainer container, int level);
+
 }  // namespace cubestream::codec

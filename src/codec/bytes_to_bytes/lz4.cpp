@@ -57,6 +57,26 @@ class Lz4Codec final : public BytesToBytesCodec {
     return size;
   }
 
+  bool can_encode() const override { return true; }
+  // numcodecs' layout: the decoded size as a little-endian u32, then one LZ4 block compressed
+  // with LZ4_compress_fast at "acceleration" (numcodecs' default 1).
+  Bytes encode(ByteView in) const override {
+    if (in.size() > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE))
+      throw Error(ErrorCode::kInvalidArgument, "lz4: a chunk of " + std::to_string(in.size()) +
+                                                   " bytes is larger than one LZ4 block may be (" +
+                                                   std::to_string(LZ4_MAX_INPUT_SIZE) + ")");
+    const int accel = static_cast<int>(config::get_int(cfg_, "lz4", "acceleration").value_or(1));
+    const int bound = LZ4_compressBound(static_cast<int>(in.size()));
+    Bytes out(kHeaderBytes + static_cast<std::size_t>(bound));
+    const auto n32 = static_cast<std::uint32_t>(in.size());
+    for (int i = 0; i < 4; ++i) out[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(n32 >> (8 * i));
+    const int n = LZ4_compress_fast(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data() + kHeaderBytes),
+                                    static_cast<int>(in.size()), bound, accel < 1 ? 1 : accel);
+    if (n <= 0 && !in.empty()) throw Error(ErrorCode::kInternal, "lz4: compression failed");
+    out.resize(kHeaderBytes + static_cast<std::size_t>(n));
+    return out;
+  }
+
  private:
   nlohmann::json cfg_;
 };

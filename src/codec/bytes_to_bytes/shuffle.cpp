@@ -38,6 +38,17 @@ class ShuffleCodec final : public BytesToBytesCodec {
     return in.size();
   }
 
+  bool can_encode() const override { return true; }
+  Bytes encode(ByteView in) const override {
+    if (elementsize_ > 1 && in.size() % elementsize_ != 0)
+      throw Error(ErrorCode::kInvalidArgument, "shuffle: " + std::to_string(in.size()) +
+                                                   " bytes are not a whole number of " + std::to_string(elementsize_) +
+                                                   "-byte elements");
+    Bytes out(in.size());
+    logic::shuffle_block(in.data(), out.data(), in.size(), elementsize_);
+    return out;
+  }
+
  private:
   std::size_t elementsize_;
   nlohmann::json cfg_;

@@ -69,6 +69,14 @@ class ZstdCodec final : public BytesToBytesCodec {
   std::size_t decode(ByteView in, MutableByteView out) const override {
     return zstd_decode_frames(in, out, "zstd", 0);
   }
+  bool can_encode() const override { return true; }
+  // One frame with the content size in its header (what numcodecs and zarr-python write), at
+  // "level" (0 = libzstd's default, 3), with a content checksum when "checksum" is true.
+  Bytes encode(ByteView in) const override {
+    const int level = static_cast<int>(config::get_int(cfg_, "zstd", "level").value_or(0));
+    const bool checksum = config::get_bool(cfg_, "zstd", "checksum").value_or(false);
+    return zstd_encode_frame(in, level, checksum);
+  }
 
  private:
   nlohmann::json cfg_;
@@ -95,6 +103,27 @@ std::size_t zstd_decode_frames(ByteView in, MutableByteView out, std::string_vie
     pos += frame;
   }
   return written;
+}
+
+Bytes zstd_encode_frame(ByteView in, int level, bool checksum) {
+  struct CctxDeleter {
+    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  };
+  thread_local std::unique_ptr<ZSTD_CCtx, CctxDeleter> ctx(ZSTD_createCCtx());
+  if (!ctx) throw Error(ErrorCode::kResourceExhausted, "zstd: cannot allocate a compression context");
+  ZSTD_CCtx* c = ctx.get();
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  auto check = [](std::size_t r) {
+    if (ZSTD_isError(r)) throw Error(ErrorCode::kInternal, std::string("zstd: compression failed: ") + ZSTD_getErrorName(r));
+  };
+  check(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level));
+  check(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0));
+  check(ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1));
+  Bytes out(ZSTD_compressBound(in.size()));
+  const std::size_t n = ZSTD_compress2(c, out.data(), out.size(), in.data(), in.size());
+  check(n);
+  out.resize(n);
+  return out;
 }
 
 CodecPtr make_zstd_codec(const nlohmann::json& configuration) {

@@ -1,4 +1,4 @@
-// Zstandard frame decoding, shared by the zstd codec and blosc's zstd streams.
+// Zstandard frame decoding (and encoding, through libzstd), shared by the zstd codec and blosc's zstd streams.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +15,9 @@ namespace cubestream::codec {
 // Error messages name `codec` and offsets are reported relative to `base_offset`.
 std::size_t zstd_decode_frames(ByteView in, MutableByteView out, std::string_view codec,
                                std::uint64_t base_offset);
+
+// Compresses `in` into one Zstandard frame with its content size in the frame header, at
+// `level` (0: libzstd's default), with a content checksum when `checksum`.
+Bytes zstd_encode_frame(ByteView in, int level, bool checksum);
 
 }  // namespace cubestream::codec

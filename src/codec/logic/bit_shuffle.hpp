@@ -62,4 +62,29 @@ CS_HD inline void bitunshuffle_block(const std::uint8_t* src, std::uint8_t* dst,
   for (std::size_t k = done; k < size; ++k) dst[k] = src[k];
 }
 
+// The forward filter (encoding), with the same rule: when n = size / typesize is a multiple
+// of 8, bit k of byte j of element i goes to bit i % 8 of byte i / 8 of row 8 * j + k; the
+// size % typesize trailing bytes (or, when n is not a multiple of 8, the whole block) are
+// copied. The 8x8 bit transpose is its own inverse, so each group is the mirror of
+// bitunshuffle_group.
+inline void bitshuffle_block(const std::uint8_t* src, std::uint8_t* dst, std::size_t size, std::size_t typesize) {
+  const std::size_t n = typesize == 0 ? 0 : size / typesize;
+  std::size_t done = 0;
+  if (typesize != 0 && n % 8 == 0) {
+    const std::size_t row_bytes = n / 8;
+    for (std::size_t g = 0; g < n / 8; ++g) {
+      for (std::size_t j = 0; j < typesize; ++j) {
+        const std::uint8_t* in = src + (8 * g) * typesize + j;
+        std::uint64_t x = 0;
+        for (int b = 0; b < 8; ++b) x |= static_cast<std::uint64_t>(in[b * typesize]) << (8 * b);
+        x = transpose_bits_8x8(x);
+        std::uint8_t* rows = dst + (8 * j) * row_bytes + g;
+        for (int k = 0; k < 8; ++k) rows[k * row_bytes] = static_cast<std::uint8_t>(x >> (8 * k));
+      }
+    }
+    done = n * typesize;
+  }
+  for (std::size_t k = done; k < size; ++k) dst[k] = src[k];
+}
+
 }  // namespace cubestream::codec::logic

@@ -53,4 +53,20 @@ CS_HD inline void unshuffle_block(const std::uint8_t* src, std::uint8_t* dst, st
   for (std::size_t k = n * typesize; k < size; ++k) dst[k] = src[k];
 }
 
+// The forward filter (encoding): shuffled[j * n + i] = original[i * typesize + j], the
+// trailing size % typesize bytes copied as-is, so that unshuffle_block restores the block.
+inline void shuffle_block(const std::uint8_t* src, std::uint8_t* dst, std::size_t size, std::size_t typesize) {
+  if (typesize <= 1) {
+    for (std::size_t k = 0; k < size; ++k) dst[k] = src[k];
+    return;
+  }
+  const std::size_t n = size / typesize;
+  for (std::size_t j = 0; j < typesize; ++j) {
+    std::uint8_t* plane = dst + j * n;
+    const std::uint8_t* s = src + j;
+    for (std::size_t i = 0; i < n; ++i) plane[i] = s[i * typesize];
+  }
+  for (std::size_t k = n * typesize; k < size; ++k) dst[k] = src[k];
+}
+
 }  // namespace cubestream::codec::logic

@@ -208,7 +208,49 @@ class FileStore final : public store_detail::LocalFileStore {
     return io_line_ + (direct_refused_.load() ? " (refused by this file system: reading buffered)" : "");
   }
 
- private:
+
+  // ---- writing -----------------------------------------------------------------------------
+  std::unique_ptr<ValueWriter> open_writer(std::string_view key) override;
+
+  void erase(std::string_view key) override {
+    validate_key(key, describe());
+    if (::unlink(full_path(key).c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) throw io_error("cannot remove", key, errno);
+  }
+
+  void erase_prefix(std::string_view prefix) override {
+    std::error_code ec;
+    if (prefix.empty()) {
+      // Everything inside the root, not the root itself (it may be a mount point).
+      for (const auto& e : std::filesystem::directory_iterator(root_, ec)) {
+        std::filesystem::remove_all(e.path(), ec);
+        if (ec) throw io_error("cannot remove", e.path().filename().string(), ec.value());
+      }
+      if (ec) throw io_error("cannot list", "", ec.value());
+      return;
+    }
+    validate_key(prefix, describe());
+    std::filesystem::remove_all(full_path(prefix), ec);
+    if (ec) throw io_error("cannot remove", prefix, ec.value());
+  }
+
+  std::size_t remove_temporaries() override {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(root_, ec); !ec && it != std::filesystem::recursive_directory_iterator();
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() > 1 && name[0] == '.' && name.find(kTempMarker) != std::string::npos && it->is_regular_file()) {
+        std::error_code rm;
+        if (std::filesystem::remove(it->path(), rm)) ++n;
+      }
+    }
+    return n;
+  }
+
+  // Temporaries are "<dir>/.<name>" + kTempMarker + "<pid>-<counter>": hidden, beside the final
+  // file so that rename(2) stays within one file system and is atomic (POSIX rename).
+  static constexpr const char* kTempMarker = ".tmp-";
+
   std::string full_path(std::string_view key) const { return root_ + "/" + std::string(key); }
 
 
@@ -221,10 +263,21 @@ class FileStore final : public store_detail::LocalFileStore {
   }
 
   Error io_error(const char* what, std::string_view key, int err, std::optional<std::uint64_t> off = {}) const {
-    return Error(ErrorCode::kIo, std::string(what) + ": " + std::strerror(err),
-                 ErrorContext{describe(), std::string(key), off});
+    std::string msg = std::string(what) + ": " + std::strerror(err);
+    if (err == ENOSPC || err == EDQUOT) msg += " (the target is full: free space, then run again with --resume)";
+    if (err == EACCES || err == EPERM || err == EROFS) msg += " (no permission to write there)";
+    return Error(ErrorCode::kIo, msg, ErrorContext{describe(), std::string(key), off});
   }
 
+  void make_parents(std::string_view key) const {
+    const auto slash = key.rfind('/');
+    if (slash == std::string_view::npos) return;
+    std::error_code ec;
+    std::filesystem::create_directories(full_path(key.substr(0, slash)), ec);
+    if (ec) throw io_error("cannot create the directory for", key, ec.value());
+  }
+
+ private:
   std::string root_;
   store_detail::IoSettings settings_;
   std::shared_ptr<store_detail::ReadEngine> engine_;
@@ -232,7 +285,77 @@ class FileStore final : public store_detail::LocalFileStore {
   mutable std::atomic<bool> direct_refused_{false};
 };
 
+// Writes into the temporary file; commit() renames it over the final name.
+class FileValueWriter final : public WritableStore::ValueWriter {
+ public:
+  FileValueWriter(const FileStore* store, std::string key) : store_(store), key_(std::move(key)) {
+    static std::atomic<std::uint64_t> counter{0};
+    store_->make_parents(key_);
+    final_ = store_->full_path(key_);
+    const auto slash = final_.rfind('/');
+    tmp_ = final_.substr(0, slash + 1) + "." + final_.substr(slash + 1) + FileStore::kTempMarker +
+           std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw store_->io_error("cannot create", key_, errno);
+  }
+  ~FileValueWriter() override {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(tmp_.c_str());
+  }
+  void append(ByteView bytes) override {
+    write_all(size_, bytes);
+    size_ += bytes.size();
+  }
+  void write_at(std::uint64_t offset, ByteView bytes) override {
+    if (offset + bytes.size() > size_) throw Error(ErrorCode::kInvalidArgument, "write_at past the end of the value");
+    write_all(offset, bytes);
+  }
+  std::uint64_t size() const override { return size_; }
+  void commit() override {
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      throw store_->io_error("cannot write", key_, errno);
+    }
+    fd_ = -1;
+    if (::rename(tmp_.c_str(), final_.c_str()) != 0) throw store_->io_error("cannot rename into place", key_, errno);
+    committed_ = true;
+  }
+
+ private:
+  void write_all(std::uint64_t offset, ByteView bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw store_->io_error("cannot write", key_, errno, offset + done);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  const FileStore* store_;
+  std::string key_, final_, tmp_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  bool committed_ = false;
+};
+
+std::unique_ptr<WritableStore::ValueWriter> FileStore::open_writer(std::string_view key) {
+  validate_key(key, describe());
+  return std::make_unique<FileValueWriter>(this, std::string(key));
+}
+
 }  // namespace
+
+std::shared_ptr<WritableStore> open_writable_file_store(const std::string& root) {
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  if (ec || !std::filesystem::is_directory(root)) {
+    throw Error(ErrorCode::kIo, "cannot create the directory: " + ec.message(), ErrorContext{"file://" + root, {}, std::nullopt});
+  }
+  return std::make_shared<FileStore>(std::filesystem::absolute(root).lexically_normal().string(),
+                                     store_detail::IoSettings::from_env(), nullptr);
+}
 
 std::shared_ptr<store_detail::LocalFileStore> store_detail::open_local_file_store(const std::string& root,
                                                                                  const IoSettings& settings,

@@ -13,7 +13,7 @@
 
 namespace cubestream::store_detail {
 
-class LocalFileStore : public Store {
+class LocalFileStore : public WritableStore {
  public:
   // The key opened for reading (buffered descriptor and size), or nullptr when it does not
   // exist or is a directory. `direct`: also open an O_DIRECT descriptor, unless this store

@@ -73,4 +73,40 @@ std::vector<std::string> MemoryStore::list_dir(std::string_view prefix) const {
   return {names.begin(), names.end()};
 }
 
+void MemoryStore::put(std::string_view key, ByteView value) { set(std::string(key), Bytes(value.begin(), value.end())); }
+
+namespace {
+// Buffers the value and publishes it with one set() under the store's lock: atomic.
+class MemoryValueWriter final : public WritableStore::ValueWriter {
+ public:
+  MemoryValueWriter(MemoryStore* store, std::string key) : store_(store), key_(std::move(key)) {}
+  void append(ByteView bytes) override { buf_.insert(buf_.end(), bytes.begin(), bytes.end()); }
+  void write_at(std::uint64_t offset, ByteView bytes) override {
+    if (offset + bytes.size() > buf_.size()) throw Error(ErrorCode::kInvalidArgument, "write_at past the end of the value");
+    std::copy(bytes.begin(), bytes.end(), buf_.begin() + static_cast<std::ptrdiff_t>(offset));
+  }
+  std::uint64_t size() const override { return buf_.size(); }
+  void commit() override { store_->set(key_, std::move(buf_)); }
+
+ private:
+  MemoryStore* store_;
+  std::string key_;
+  Bytes buf_;
+};
+}  // namespace
+
+std::unique_ptr<WritableStore::ValueWriter> MemoryStore::open_writer(std::string_view key) {
+  validate_key(key, describe());
+  return std::make_unique<MemoryValueWriter>(this, std::string(key));
+}
+
+void MemoryStore::erase_prefix(std::string_view prefix) {
+  std::lock_guard lock(impl_->mu);
+  const std::string p = prefix.empty() ? "" : std::string(prefix) + "/";
+  for (auto it = impl_->values.begin(); it != impl_->values.end();) {
+    if (it->first == prefix || it->first.compare(0, p.size(), p) == 0) it = impl_->values.erase(it);
+    else ++it;
+  }
+}
+
 }  // namespace cubestream
