@@ -127,7 +127,8 @@ def plot_timeline(result, trace_path, path, n_steps=4):
         bar(0, "data wait", t0, t1 - t0)
         bar(0, "compute", t1, t2 - t1)
     for i, tid in enumerate(tids, start=1):
-        for name, s, d in rows[tid]:
+        # Longest first: a stage nested in a longer one (the GPU enqueue inside "batch") stays visible.
+        for name, s, d in sorted(rows[tid], key=lambda r: -r[2]):
             bar(i, name, s, d)
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels(labels, fontsize=7)

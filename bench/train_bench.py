@@ -51,7 +51,8 @@ T0 = time.time()
 # the baseline runs take longer (its epochs are slower), so they get a larger share.
 RUNS = [("synthetic", "train", 1), ("cubestream-gpu", "train", 1), ("cubestream-cpu", "train", 1),
         ("tensorstore", "train", 2), ("cubestream-gpu", "loader-only", 1), ("cubestream-cpu", "loader-only", 1),
-        ("tensorstore", "loader-only", 2)]
+        ("tensorstore", "loader-only", 2), ("cubestream-gpu", "profile", 1),
+        ("synthetic", "profile", 1)]
 LABEL = {"synthetic": "synthetic (no loading: the ceiling)",
          "cubestream-gpu": "cubestream, GPU decode (`device=\"cuda\"`, `decode=\"auto\"`)",
          "cubestream-cpu": "cubestream, CPU decode (`device=\"cuda\"`, `decode=\"cpu\"`)",
@@ -114,9 +115,9 @@ def environment():
         env["gpu"] = torch.cuda.get_device_name(0)
         env["gpus"] = torch.cuda.device_count()
     try:
-        import tensorstore
-        env["tensorstore"] = getattr(tensorstore, "__version__", "?")
-    except ImportError:
+        from importlib.metadata import version
+        env["tensorstore"] = version("tensorstore")
+    except Exception:  # noqa: BLE001
         env["tensorstore"] = None
     try:
         with open("/proc/meminfo") as f:
@@ -134,9 +135,16 @@ def run_one(a, loader, mode, max_seconds):
             "--gpu-cache-gb", str(a.gpu_cache_gb), "--device", a.device]
     if mode == "loader-only":
         argv.append("--loader-only")
+    if mode == "profile":
+        # Not a measurement: one warm-up epoch and one epoch with 6 steps under torch.profiler,
+        # to see what the loader's GPU work costs the training stream.
+        argv[argv.index("--epochs") + 1] = "1"
+        argv += ["--profile-steps", "6"]
     if mode == "train" and loader.startswith("cubestream"):
         argv += ["--trace", os.path.join(a.out, f"trace_{loader}.json")]
-    return train_unet.run(train_unet.parse_args(argv))
+    result = train_unet.run(train_unet.parse_args(argv))
+    result["mode"] = mode
+    return result
 
 
 def med(xs):
@@ -211,7 +219,7 @@ def tables(results):
     lines = ["| loader | mode | measured epochs | samples/s per epoch | median step ms | median wait ms | loss (last epoch) |",
              "|---|---|---|---|---|---|---|"]
     for key, r in results.items():
-        if "/" not in key or "epochs" not in r:
+        if "/" not in key or "epochs" not in r or r["mode"] == "profile":
             continue
         m = [e for e in r["epochs"] if e["measured"]]
         lines.append(f"| {r['loader']} | {r['mode']} | {len(m)} | "
@@ -220,6 +228,23 @@ def tables(results):
                      + (f"{m[-1]['loss']:.4f}" if m and r["mode"] == "train" else "-") + " |")
     epochs = "\n".join(lines)
     return main, stages, epochs
+
+
+def profile_table(r):
+    """GPU time per stream and CUDA API time per step of a profiled training run."""
+    if not r or "profile" not in r:
+        return ""
+    p = r["profile"]
+    lines = [f"GPU work per step while {r['loader']} feeds the training (torch.profiler over {p['steps']} steps, "
+             f"GPU span {p['gpu_span_ms'] / p['steps']:.1f} ms a step):", "",
+             "| stream | busy ms per step | launches | largest items (ms over the steps) |", "|---|---|---|---|"]
+    for sid, st in p["streams"].items():
+        top = "; ".join(f"{k} {v:.1f}" for k, v in list(st["top"].items())[:4]).replace("|", "/")
+        lines.append(f"| {sid} | {st['busy_ms_per_step']:.2f} | {st['launches']} | {top} |")
+    lines += ["", "| CUDA API call | ms over the steps | calls |", "|---|---|---|"]
+    for k, v in p["cuda_api_ms"].items():
+        lines.append(f"| {k} | {v['ms']:.1f} | {v['calls']} |")
+    return "\n".join(lines)
 
 
 def why(results, loader, mode):
@@ -277,13 +302,14 @@ def main():
         with open(os.path.join(a.out, "train_bench.json"), "w") as f:   # partial results survive a timeout
             json.dump(results, f, indent=1)
     main_t, stages_t, epochs_t = tables(results)
+    prof_t = "\n\n".join(profile_table(results.get(f"{x}/profile")) for x in ("cubestream-gpu", "synthetic"))
     env = results["env"]
     md = (f"# U-Net training benchmark\n\n{env['date_utc']} UTC, {env.get('gpu', 'no GPU')}, {env['cpus']} CPUs, "
           f"torch {env['torch']}, TensorStore {env['tensorstore']}, commit {a.commit or '?'}\n\n"
           f"Store: {a.store}, {a.timesteps} time steps x 6 variables, {results['store']['bytes_stored'] / 1e9:.2f} GB "
           f"stored; grid {a.grid}, batch {a.batch_size}; medians of up to {a.epochs} epochs after {a.warmup_epochs} "
           f"warm-up epoch(s).\n\n{main_t}\n\nPer-stage breakdown (cubestream `loader.stats()`, thread-seconds per "
-          f"epoch, medians):\n\n{stages_t}\n\nEvery measured epoch:\n\n{epochs_t}\n")
+          f"epoch, medians):\n\n{stages_t}\n\nEvery measured epoch:\n\n{epochs_t}\n\n{prof_t}\n")
     with open(os.path.join(a.out, "train_bench.md"), "w") as f:
         f.write(md)
     results["tables"] = {"main": main_t, "stages": stages_t, "epochs": epochs_t}

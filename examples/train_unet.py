@@ -86,6 +86,10 @@ def parse_args(argv=None):
     p.add_argument("--no-channels-last", action="store_true", help="keep NCHW (channels-last is faster for bf16 convs)")
     p.add_argument("--json", default="", help="write the results here")
     p.add_argument("--trace", default="", help="write the cubestream loader's Perfetto trace here")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="record N steps of the last epoch with torch.profiler (CUPTI sees every stream of the process, "
+                        "the loader's too) and summarise GPU time per stream and CUDA API time; that epoch's figures are "
+                        "then perturbed")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     a.variables = [v for v in a.variables.split(",") if v]
@@ -381,6 +385,56 @@ def make_source(a, dist, norm):
 # ---------------------------------------------------------------------------------------------
 # The loop
 # ---------------------------------------------------------------------------------------------
+def start_profiler():
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    cuda = torch.cuda.is_available()
+    prof = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else []))
+    prof.__enter__()
+    if cuda:
+        torch.cuda.synchronize()
+    return prof
+
+
+def stop_profiler(prof, steps):
+    """GPU busy time per stream (kernels, copies, memsets) and CUDA API time, per step, from the
+    profiler's Chrome trace: the model runs on the training stream, the loader on its own."""
+    import tempfile
+    import torch
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    prof.__exit__(None, None, None)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "prof.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc   # some versions write a bare list
+    streams, api = {}, {}
+    lo, hi = None, None
+    for ev in events:
+        cat, dur = ev.get("cat", ""), float(ev.get("dur", 0) or 0)
+        if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+            st = streams.setdefault(str(ev.get("args", {}).get("stream")), {"busy_ms": 0.0, "launches": 0, "top": {}})
+            st["busy_ms"] += dur / 1e3
+            st["launches"] += 1
+            key = f"{cat}: {ev.get('name', '')[:90]}"
+            st["top"][key] = st["top"].get(key, 0.0) + dur / 1e3
+            lo = ev["ts"] if lo is None else min(lo, ev["ts"])
+            hi = ev["ts"] + dur if hi is None else max(hi, ev["ts"] + dur)
+        elif cat in ("cuda_runtime", "cuda_driver"):
+            a = api.setdefault(ev.get("name", ""), [0.0, 0])
+            a[0] += dur / 1e3
+            a[1] += 1
+    for st in streams.values():
+        st["busy_ms_per_step"] = st["busy_ms"] / steps
+        st["top"] = dict(sorted(st["top"].items(), key=lambda kv: -kv[1])[:8])
+    top_api = sorted(api.items(), key=lambda kv: -kv[1][0])[:15]
+    return {"steps": steps, "gpu_span_ms": ((hi - lo) / 1e3) if lo is not None else 0.0,
+            "streams": dict(sorted(streams.items(), key=lambda kv: -kv[1]["busy_ms"])),
+            "cuda_api_ms": {k: {"ms": v[0], "calls": v[1]} for k, v in top_api}}
+
+
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -417,6 +471,7 @@ def run(a):
 
     per_sample_bytes = 2 * channels * a.height * a.width * 4   # float32 values in t and t+1
     epochs = []
+    profile = None
     t_run = time.perf_counter()
     total_epochs = a.warmup_epochs + a.epochs
     for e in range(total_epochs):
@@ -425,8 +480,15 @@ def run(a):
         loss_sum = torch.zeros((), device=dist.device)
         n_batches = samples = 0
         it = source.epoch(e)
+        prof = None
+        profile_from = 3 if (a.profile_steps and e == total_epochs - 1) else -1
         t_epoch = time.perf_counter_ns()
         while True:
+            if n_batches == profile_from:
+                prof = start_profiler()
+            if prof is not None and n_batches == profile_from + a.profile_steps:
+                profile = stop_profiler(prof, a.profile_steps)
+                prof = None
             t0 = time.perf_counter_ns()
             try:
                 x, y = next(it)
@@ -450,6 +512,8 @@ def run(a):
             n_batches += 1
             samples += x.shape[0]
         t_end = time.perf_counter_ns()
+        if prof is not None:   # the epoch ended inside the profiled steps
+            profile = stop_profiler(prof, max(1, n_batches - profile_from))
         wall = (t_end - t_epoch) / 1e9
         wait = sum(s[1] - s[0] for s in steps) / 1e9 + (t_end - (steps[-1][2] if steps else t_epoch)) / 1e9
         compute = sum(s[2] - s[1] for s in steps) / 1e9
@@ -491,6 +555,8 @@ def run(a):
               "gb_per_s": median([r["gb_per_s"] for r in m]),
               "wait_fraction": median([r["wait_fraction"] for r in m]),
               "epochs": epochs}
+    if profile is not None:
+        result["profile"] = profile
     if isinstance(source, CubestreamSource) and a.trace:
         source.write_trace(a.trace)
         result["trace"] = a.trace
