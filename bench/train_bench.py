@@ -280,8 +280,9 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     info = ensure_store(a)
+    # info is make_era5_like.py's record of the one array it wrote (the others are copies of it).
     results = {"env": environment(), "store": {"path": a.store, "timesteps": a.timesteps,
-                                               "bytes_stored": store_bytes(a.store), **info},
+                                               "bytes_stored": store_bytes(a.store), "first_array": info},
                "config": {k: v for k, v in vars(a).items()}, "commit": a.commit}
     log(f"environment: {results['env']}")
     runs = [r for r in RUNS if not a.only or f"{r[0]}/{r[1]}" in a.only.split(",")]
