@@ -113,6 +113,12 @@ struct Loader::Impl {
   Batch build(const EpochPlan& plan, std::int64_t index);
   Batch build_on_gpu(Batch b, const pipeline::BatchPlan& bp, std::int64_t tb0);
   void finish_batch(Batch& b, std::int64_t tb0);
+  // [n, steps, channels, sample dims...]: the shape of a batch tensor.
+  std::vector<std::int64_t> tensor_shape(std::int64_t n, std::int64_t steps) const {
+    std::vector<std::int64_t> shape{n, steps, selection.num_channels()};
+    for (auto e : selection.sample_shape()) shape.push_back(e);
+    return shape;
+  }
   void run_task(const pipeline::UnitTask& task, void* in_ptr, void* tgt_ptr);
 
   LoaderConfig cfg;
@@ -435,12 +441,9 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
     pool.parallel_for(bp.tasks.size(), run);
   }
 
-  std::vector<std::int64_t> in_shape{n, static_cast<std::int64_t>(sampler.input_regions(b.samples.front()).size()),
-                                     selection.num_channels()};
-  for (auto e : selection.sample_shape()) in_shape.push_back(e);
   const auto nt = static_cast<std::int64_t>(sampler.target_regions(b.samples.front()).size());
-  std::vector<std::int64_t> tgt_shape{n, nt, selection.num_channels()};
-  for (auto e : selection.sample_shape()) tgt_shape.push_back(e);
+  const auto in_shape = tensor_shape(n, static_cast<std::int64_t>(sampler.input_regions(b.samples.front()).size()));
+  const auto tgt_shape = tensor_shape(n, nt);
 
   auto make = [&](std::shared_ptr<TensorStorage> st, void* data, std::vector<std::int64_t> shape) {
     Tensor t;
@@ -546,8 +549,7 @@ Batch Loader::Impl::build_on_gpu(Batch b, const pipeline::BatchPlan& bp, std::in
     Tensor t;
     t.storage = dev;
     t.data = data;
-    t.shape = {n, steps, selection.num_channels()};
-    for (auto e : selection.sample_shape()) t.shape.push_back(e);
+    t.shape = tensor_shape(n, steps);
     t.dtype = cfg.dtype;
     t.device = DeviceKind::kCuda;
     t.device_index = cfg.device_index;
@@ -579,19 +581,14 @@ std::int64_t Loader::epoch() const {
 
 std::vector<std::int64_t> Loader::input_shape() const {
   const auto& s = impl_->sampler;
-  std::vector<std::int64_t> shape{s.config().batch_size, static_cast<std::int64_t>(s.input_regions(s.sample(0)).size()),
-                                  impl_->selection.num_channels()};
-  for (auto e : impl_->selection.sample_shape()) shape.push_back(e);
-  return shape;
+  return impl_->tensor_shape(s.config().batch_size, static_cast<std::int64_t>(s.input_regions(s.sample(0)).size()));
 }
 
 std::vector<std::int64_t> Loader::target_shape() const {
   const auto& s = impl_->sampler;
   const auto nt = static_cast<std::int64_t>(s.target_regions(s.sample(0)).size());
   if (nt == 0) return {};
-  std::vector<std::int64_t> shape{s.config().batch_size, nt, impl_->selection.num_channels()};
-  for (auto e : impl_->selection.sample_shape()) shape.push_back(e);
-  return shape;
+  return impl_->tensor_shape(s.config().batch_size, nt);
 }
 
 std::optional<Batch> Loader::next() {

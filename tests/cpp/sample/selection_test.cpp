@@ -343,30 +343,7 @@ TEST(Selection, SampleBuffersEqualNaiveReference) {
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   int configs = 0, samples = 0, nans = 0, cross_store = 0;
   for (int round = 0; round < 150; ++round) {
-    SamplerConfig cfg;
-    cfg.dims = {{"time", 12}, {"latitude", kLat}, {"longitude", kLon}};
-    // Spatial roles: patched (with overlap), batch dim, or whole.
-    for (const auto& [d, n] : std::vector<std::pair<std::string, std::int64_t>>{{"latitude", kLat}, {"longitude", kLon}}) {
-      const auto role = pick(0, 2);
-      if (role == 0) {
-        cfg.patch[d] = pick(1, n);
-        cfg.overlap[d] = pick(0, cfg.patch[d] - 1);
-      } else if (role == 1) {
-        cfg.batch_dims.push_back(d);
-      }
-    }
-    // Time: a forecast window, or (no window) patched across store borders, or a batch dim.
-    const auto trole = pick(0, 2);
-    if (trole == 0) {
-      ForecastWindow w{"time", {}, {}};
-      for (int k = 0, n = static_cast<int>(pick(1, 3)); k < n; ++k) w.input_offsets.push_back(-pick(0, 3));
-      for (int k = 0, n = static_cast<int>(pick(0, 2)); k < n; ++k) w.target_leads.push_back(pick(1, 5));
-      cfg.window = w;
-    } else if (trole == 1) {
-      cfg.patch["time"] = pick(1, 12);
-    } else {
-      cfg.batch_dims.push_back("time");
-    }
+    SamplerConfig cfg = random_grid_config(rng);
     cfg.shuffle = static_cast<ShuffleMode>(pick(0, 2));
     cfg.seed = rng();
     cfg.batch_size = pick(1, 4);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstring>
+#include <random>
 #include <memory>
 #include <string>
 #include <vector>
@@ -166,6 +167,36 @@ inline SamplerConfig spatial_config(std::int64_t nt = 12) {
   c.patch = {{"latitude", 3}, {"longitude", 4}};
   c.window = ForecastWindow{"time", {-1, 0}, {1}};
   return c;
+}
+
+// A random sampler grid over the year stores' dims (time 12, latitude, longitude): each spatial
+// dim patched (with overlap), a batch dim, or whole; time a forecast window, patched across
+// store borders (no window), or a batch dim. Shuffle, batching and ranks are left to the caller.
+inline SamplerConfig random_grid_config(std::mt19937_64& rng) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  SamplerConfig cfg;
+  cfg.dims = {{"time", 12}, {"latitude", kLat}, {"longitude", kLon}};
+  for (const auto& [d, n] : std::vector<std::pair<std::string, std::int64_t>>{{"latitude", kLat}, {"longitude", kLon}}) {
+    const auto role = pick(0, 2);
+    if (role == 0) {
+      cfg.patch[d] = pick(1, n);
+      cfg.overlap[d] = pick(0, cfg.patch[d] - 1);
+    } else if (role == 1) {
+      cfg.batch_dims.push_back(d);
+    }
+  }
+  const auto trole = pick(0, 2);
+  if (trole == 0) {
+    ForecastWindow w{"time", {}, {}};
+    for (int k = 0, n = static_cast<int>(pick(1, 3)); k < n; ++k) w.input_offsets.push_back(-pick(0, 3));
+    for (int k = 0, n = static_cast<int>(pick(0, 2)); k < n; ++k) w.target_leads.push_back(pick(1, 5));
+    cfg.window = w;
+  } else if (trole == 1) {
+    cfg.patch["time"] = pick(1, 12);
+  } else {
+    cfg.batch_dims.push_back("time");
+  }
+  return cfg;
 }
 
 }  // namespace cubestream::test_stores
