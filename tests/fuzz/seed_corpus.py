@@ -28,6 +28,16 @@ def prefix(decoded_size, config):
     return struct.pack("<HB", units, config)
 
 
+def golden_seeds(folder, codec, index, nconf):
+    """One seed per golden case of `codec` and per configuration byte."""
+    for case in json.load(open(index)):
+        enc = open(os.path.join(DATA, codec, case["encoded"]), "rb").read()
+        dec = os.path.getsize(os.path.join(DATA, codec, case["decoded"]))
+        for conf in range(nconf):
+            with open(os.path.join(folder, f"{case['name']}-{conf}"), "wb") as f:
+                f.write(prefix(dec, conf) + enc)
+
+
 def main(out):
     for codec, nconf in CONFIGS.items():
         folder = os.path.join(out, codec)
@@ -38,12 +48,7 @@ def main(out):
                 with open(os.path.join(folder, f"seed{i}"), "wb") as f:
                     f.write(prefix(64, i % nconf) + payload)
             continue
-        for case in json.load(open(index)):
-            enc = open(os.path.join(DATA, codec, case["encoded"]), "rb").read()
-            dec = os.path.getsize(os.path.join(DATA, codec, case["decoded"]))
-            for conf in range(nconf):
-                with open(os.path.join(folder, f"{case['name']}-{conf}"), "wb") as f:
-                    f.write(prefix(dec, conf) + enc)
+        golden_seeds(folder, codec, index, nconf)
 
 
 def shared_decoder_seeds(out):
@@ -53,12 +58,7 @@ def shared_decoder_seeds(out):
         index = os.path.join(DATA, codec, "cases.json")
         if not os.path.exists(index):
             continue
-        for case in json.load(open(index)):
-            enc = open(os.path.join(DATA, codec, case["encoded"]), "rb").read()
-            dec = os.path.getsize(os.path.join(DATA, codec, case["decoded"]))
-            for conf in range(nconf):
-                with open(os.path.join(folder, f"{case['name']}-{conf}"), "wb") as f:
-                    f.write(prefix(dec, conf) + enc)
+        golden_seeds(folder, codec, index, nconf)
 
 
 def structural_seeds(out):
