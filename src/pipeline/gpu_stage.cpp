@@ -8,6 +8,7 @@
 #include "core/thread_pool.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/memory.hpp"
+#include "zarr/cf_decode.hpp"
 #include "pipeline/trace.hpp"
 
 namespace cubestream::pipeline {
@@ -19,14 +20,13 @@ constexpr std::int64_t kItemElements = std::int64_t{1} << 16;
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The element type CF decoding reads, after _Unsigned.
-std::optional<cuda::ElemKind> elem_kind(const DataType& dt, const CFEncoding& enc) {
+// The element type CF decoding reads, after _Unsigned; nullopt for types the kernel lacks.
+std::optional<cuda::ElemKind> elem_kind(const DataType& stored, const CFEncoding& enc) {
+  const DataType dt = zarr::effective_dtype(stored, enc.is_unsigned);
   switch (dt.kind) {
     case DTypeKind::kBool: return cuda::ElemKind::kBool;
-    case DTypeKind::kInt:
-      return enc.is_unsigned && *enc.is_unsigned ? cuda::ElemKind::kUInt : cuda::ElemKind::kInt;
-    case DTypeKind::kUInt:
-      return enc.is_unsigned && !*enc.is_unsigned ? cuda::ElemKind::kInt : cuda::ElemKind::kUInt;
+    case DTypeKind::kInt: return cuda::ElemKind::kInt;
+    case DTypeKind::kUInt: return cuda::ElemKind::kUInt;
     case DTypeKind::kFloat:
       if (dt.size == 2 || dt.size == 4 || dt.size == 8) return cuda::ElemKind::kFloat;
       return std::nullopt;

@@ -122,15 +122,6 @@ std::optional<double> v3_fill_attr(const nlohmann::json& v, const DataType& dt) 
                                 " value" + (dt.kind == DTypeKind::kFloat ? " (nor a float64)" : ""));
 }
 
-// The type the values are read as once _Unsigned is applied.
-DataType effective_dtype(const DataType& dt, const std::optional<bool>& is_unsigned) {
-  DataType e = dt;
-  if (is_unsigned) {
-    if (*is_unsigned && dt.kind == DTypeKind::kInt) e.kind = DTypeKind::kUInt;
-    else if (!*is_unsigned && dt.kind == DTypeKind::kUInt) e.kind = DTypeKind::kInt;
-  }
-  return e;
-}
 
 // Brings a missing value of the stored type `stored` into the domain of the values compared
 // with it (type `eff`): what numpy does when xarray compares data == fill.
@@ -174,6 +165,15 @@ void convert(const std::uint8_t* raw, std::size_t count, const Plan& p, double* 
 }
 
 }  // namespace
+
+DataType effective_dtype(const DataType& dt, const std::optional<bool>& is_unsigned) {
+  DataType e = dt;
+  if (is_unsigned) {
+    if (*is_unsigned && dt.kind == DTypeKind::kInt) e.kind = DTypeKind::kUInt;
+    else if (!*is_unsigned && dt.kind == DTypeKind::kUInt) e.kind = DTypeKind::kInt;
+  }
+  return e;
+}
 
 std::optional<Bytes> base64_decode(std::string_view text) {
   auto value_of = [](char c) -> int {

@@ -42,6 +42,9 @@ double half_to_double(std::uint16_t h);
 // integer fill wraps into the reinterpreted type, as numpy's astype does).
 CFEncoding cf_encoding_of(const ArrayMetadata& meta);
 
+// The type values are read as once _Unsigned is applied (signed <-> unsigned of the same size).
+DataType effective_dtype(const DataType& dt, const std::optional<bool>& is_unsigned);
+
 // Decodes `count` elements of `dtype` (native byte order) in `raw` into `out` as float64 with
 // `enc` applied. Datetime and timedelta counts convert as numbers, NaT (INT64_MIN) to NaN.
 // Complex types throw Error(kUnsupported).
