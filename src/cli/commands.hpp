@@ -10,5 +10,6 @@ int run_stats(int argc, char** argv);    // cubestream stats STORE [...]
 int run_rechunk(int argc, char** argv);  // cubestream rechunk SRC DST [...]
 int run_convert(int argc, char** argv);  // cubestream convert FILE.nc [...] DST [...]
 int run_advise(int argc, char** argv);   // cubestream advise STORE [...]
+int run_synth(int argc, char** argv);    // cubestream synth DST [...]
 
 }  // namespace cubestream::cli

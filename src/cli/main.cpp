@@ -30,6 +30,9 @@ void usage(std::FILE* to) {
                "                              joined along the record (time) dimension\n"
                "  advise STORE --patch lat=128,lon=128 [--window -1,0,+1] [--variables a,b]\n"
                "                              chunk, shard and codec advice for an access pattern\n"
+               "  synth DST [--grid 0.25|1.5] [--times N | --size 10G] [--format 2|3] [--seed 0]\n"
+               "                              write a synthetic ERA5-like store (WeatherBench2 layout,\n"
+               "                              GRIB-quantised float32; cubestream synth --help)\n"
                "  info                        version, build features and visible GPUs\n");
 }
 
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
     if (cmd == "rechunk") return cubestream::cli::run_rechunk(argc, argv);
     if (cmd == "convert") return cubestream::cli::run_convert(argc, argv);
     if (cmd == "advise") return cubestream::cli::run_advise(argc, argv);
+    if (cmd == "synth") return cubestream::cli::run_synth(argc, argv);
     std::fprintf(stderr, "cubestream: unknown command '%s'\n\n", cmd.c_str());
     usage(stderr);
     return 2;
