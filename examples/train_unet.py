@@ -567,6 +567,8 @@ def run(a):
         print(f"[{result['loader']} {result['mode']}] median of {len(m)} epochs: {result['samples_per_s']:.1f} "
               f"samples/s, {result['gb_per_s']:.2f} GB/s, data wait {100 * result['wait_fraction']:.2f}% of step time",
               flush=True)
+        if m:
+            print(where_time_went(m[-1]), flush=True)
     # Free the GPU and the loader threads / workers before the caller runs the next loader.
     if hasattr(source, "close"):
         source.close()
@@ -579,6 +581,23 @@ def run(a):
         import torch.distributed as tdist
         tdist.destroy_process_group()
     return result
+
+
+def where_time_went(epoch):
+    """A few lines on one epoch: the training loop's wait and compute, and for cubestream the
+    loader's busy seconds per stage (summed over its threads) and its bytes and cache hits."""
+    lines = [f"where time went (last measured epoch, {epoch['wall_s']:.2f} s wall): "
+             f"waiting for data {epoch['wait_s']:.2f} s, compute {epoch['compute_s']:.2f} s"]
+    st = epoch.get("loader_stats") or {}
+    busy = st.get("busy_s")
+    if busy:
+        stages = ", ".join(f"{k} {v:.2f} s" for k, v in busy.items())
+        lines.append(f"  loader ({st.get('decode_path', '?')} decode), busy thread-seconds: {stages}")
+        lines.append(f"  loader bytes: {st.get('bytes_fetched', 0) / 1e6:.1f} MB read (compressed), "
+                     f"{st.get('bytes_decoded', 0) / 1e6:.1f} MB decoded, {st.get('bytes_delivered', 0) / 1e6:.1f} MB delivered; "
+                     f"{st.get('units_fetched', 0)} chunks read, {st.get('cache_hits', 0)} decoded-chunk cache hits; "
+                     f"peak memory {st.get('memory_peak', 0) / 1e6:.0f} MB")
+    return "\n".join(lines)
 
 
 def main(argv=None):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what cubestream needs to build and test on Debian 12 / Ubuntu 22.04+, from the
-# distribution's packages only. Packages already present are not reinstalled; apt is only
+# distribution's packages only (`--train` adds PyTorch for the main job). Packages already present are not reinstalled; apt is only
 # touched when something is missing. Safe to run again.
 set -euo pipefail
 
@@ -27,6 +27,9 @@ packages=(
   # libFuzzer targets
   clang libclang-rt-dev
 )
+# The main job (scripts/run_demo.sh --train) trains a small U-Net: PyTorch from the
+# distribution (CPU build; where a GPU and a CUDA build of torch exist, that one is used).
+[ "${1:-}" = "--train" ] && packages+=(python3-torch)
 # zarrita (the Zarr v3 writer used as a test oracle) comes from npm and needs Node.js.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
