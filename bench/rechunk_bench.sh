@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Rechunk benchmark: an ERA5-like Zarr v2 store in (10, 721, 1440) blosc-lz4 + shuffle chunks
-# (bench/make_rechunk_source.py) into (1, 721, 1440) zstd chunks in shards of 64 time steps
-# (Zarr v3), with `cubestream rechunk`, beside xarray + dask (to_zarr, Zarr v2: Debian's
-# zarr-python 2.13 writes no v3) and TensorStore (where importable: a zarr -> zarr3 copy of
-# the same data, same target layout), each under /usr/bin/time -v for the peak memory.
+# (WeatherBench2's codec; written by `cubestream synth`) into (1, 721, 1440) zstd chunks in
+# shards of 64 time steps (Zarr v3), with `cubestream rechunk`, beside xarray + dask (to_zarr,
+# Zarr v2: Debian's zarr-python 2.13 writes no v3) and TensorStore (where importable: a zarr ->
+# zarr3 copy of the same data, same target layout), each under /usr/bin/time -v for the peak
+# memory.
 #
 #   bench/rechunk_bench.sh [SOURCE_STORE] [WORK_DIR]
 #
-# SOURCE_STORE defaults to WORK_DIR/era5_src.zarr, generated when missing (T=${T:-400}: 1.66 GB
-# decoded). Environment: CLI (default build/cubestream), PY (default /usr/bin/python3),
-# THREADS (default nproc), MEMORY (cubestream --memory, default 2G), SKIP_DASK=1,
-# SKIP_TENSORSTORE=1. Prints one Markdown table row per tool on stdout; logs in WORK_DIR.
+# SOURCE_STORE defaults to WORK_DIR/era5_src.zarr, generated when missing: 2m_temperature of
+# SIZE decoded bytes (default 10G = 10 GiB, 2587 time steps; K/M/G suffixes), its time taken.
+# Environment: CLI (default build/cubestream), PY (default /usr/bin/python3), THREADS (default
+# nproc), MEMORY (cubestream --memory, default 2G), SKIP_DASK=1, SKIP_TENSORSTORE=1,
+# KEEP=1 (keep each target; by default it is deleted after its row, to bound the disk used).
+# Prints one Markdown table row per tool on stdout, then each cubestream row's plan (workers,
+# items); logs in WORK_DIR (a failed row prints its log's tail).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=${2:-/tmp/cubestream_rechunk_bench}
@@ -20,7 +24,14 @@ py=${PY:-/usr/bin/python3}
 threads=${THREADS:-$(nproc)}
 memory=${MEMORY:-2G}
 mkdir -p "$work"
-[ -d "$src" ] || "$py" "$here/make_rechunk_source.py" --out "$src" --timesteps "${T:-400}"
+if [ ! -d "$src" ]; then
+  echo "generating the source: cubestream synth, ${SIZE:-10G} of 2m_temperature in (10, 721, 1440) blosc-lz4 + shuffle chunks"
+  /usr/bin/time -v "$cli" synth "$src" --variables 2m_temperature --size "${SIZE:-10G}" --chunks time=10 --format 2 \
+    --threads "$threads" --no-progress > "$work/synth.out.log" 2> "$work/synth.time.log"
+  tail -3 "$work/synth.out.log"
+  echo "synth peak RSS: $(awk -F': ' '/Maximum resident set size/ {printf "%.0f MB", $2 / 1024}' "$work/synth.time.log")"
+  echo
+fi
 
 # Decoded bytes of the benchmarked array, from its .zarray (no zarr-python needed).
 decoded=$("$py" -c "import json,sys,math; z=json.load(open(sys.argv[1] + '/2m_temperature/.zarray')); print(math.prod(z['shape']) * int(z['dtype'][2:]))" "$src")
@@ -33,7 +44,12 @@ run() {
   rm -rf "$out"
   sync
   local log="$work/$name.time.log"
-  /usr/bin/time -v "$@" > "$work/$name.out.log" 2> "$log" || { echo "| $name | failed (see $log) | | | |"; return; }
+  /usr/bin/time -v "$@" > "$work/$name.out.log" 2> "$log" || {
+    echo "| $name | failed (see $log) | | | |"
+    failed+=("$log")
+    rm -rf "$out"
+    return
+  }
   local wall rss
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
@@ -41,7 +57,9 @@ run() {
   stored=$(du -sb "$out" | cut -f1)
   awk -v n="$name" -v w="$wall" -v r="$rss" -v d="$decoded" -v s="$stored" -v t="$threads" 'BEGIN {
     printf "| %s | %d | %.1f | %.2f | %.0f MB | %.2f GB (%.2fx) |\n", n, t, w, d / w / 1e9, r / 1024, s / 1e9, d / s }'
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$out"
 }
+failed=()
 
 echo "source: $src, $(awk -v d="$decoded" -v s="$src_stored" 'BEGIN{printf "%.2f GB decoded, %.2f GB stored", d/1e9, s/1e9}'), $threads threads, $(nproc) cores"
 echo
@@ -91,3 +109,15 @@ for t in range(0, a.shape[0], step):
     b[t:t + step].write(a[t:t + step]).result()
 PY
 fi
+
+echo
+for f in "$work"/cubestream*.time.log; do
+  [ -f "$f" ] || continue
+  out=${f%.time.log}.out.log
+  echo "plan of $(basename "${f%.time.log}"): $(grep -h "worker" "$out" "$f" 2>/dev/null | head -3 | tr '\n' ' ')"
+done
+for f in "${failed[@]}"; do
+  echo
+  echo "--- tail of $f"
+  tail -25 "$f"
+done
