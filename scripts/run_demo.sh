@@ -7,23 +7,27 @@
 # data ceiling (the same model fed random batches), and print throughput and where time went.
 #
 # Environment: DEMO_DIR (default build/demo), TIMES (time steps, default 96), EPOCHS (measured
-# epochs, default 1).
+# epochs, default 1); for machines set up otherwise: SKIP_SETUP=1 (no install, no build),
+# BUILD_DIR (default build), PY (default /usr/bin/python3, Debian's, which sees python3-torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --train
-scripts/build.sh
-py=/usr/bin/python3
+if [ "${SKIP_SETUP:-0}" != 1 ]; then
+  scripts/setup.sh --train
+  scripts/build.sh
+fi
+py=${PY:-/usr/bin/python3}
+build=${BUILD_DIR:-build}
 dir=${DEMO_DIR:-build/demo}
 store=$dir/era5_demo.zarr
 mkdir -p "$dir"
 
 echo
 echo "== cubestream synth $store"
-build/cubestream synth "$store" --grid 1.5 --times "${TIMES:-96}" --variables surface --format 3 --shards time=32 \
+"$build"/cubestream synth "$store" --grid 1.5 --times "${TIMES:-96}" --variables surface --format 3 --shards time=32 \
   --overwrite --no-progress
 echo
 echo "== cubestream stats $store"
-build/cubestream stats "$store"
+"$build"/cubestream stats "$store"
 
 if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   loader=cubestream-gpu device=cuda batch=16
@@ -33,7 +37,7 @@ else
   echo "(no GPU visible to PyTorch: decoding and training on the CPU; a tiny run, for the path, not for speed)"
 fi
 train() {
-  PYTHONPATH=build/python "$py" examples/train_unet.py --store "$store" --grid 121x240 --batch-size "$batch" \
+  PYTHONPATH="$build"/python "$py" examples/train_unet.py --store "$store" --grid 121x240 --batch-size "$batch" \
     --device "$device" --epochs "${EPOCHS:-1}" --warmup-epochs 1 "$@"
 }
 echo
