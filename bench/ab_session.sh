@@ -48,6 +48,10 @@ timeout 180 build-gpu/tests/cubestream_tests \
   >"$OUT/gtest.log" 2>&1
 log "gtest rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gtest.log" | head -30
 
+log "pytest test_loader.py (this tree)"
+PYTHONPATH=$HERE/build-gpu/python timeout 120 python3 -m pytest -q -rs tests/python/test_loader.py >"$OUT/pytest.log" 2>&1
+log "pytest rc=$?"; tail -4 "$OUT/pytest.log"
+
 for r in $(seq 1 "$ROUNDS"); do
   for side in before after; do
     tree=$BASE; [ $side = after ] && tree=$HERE
