@@ -6,7 +6,9 @@
 # builds the baseline tree's Python module and this tree's module and test program (both into
 # their own build-gpu/, at once, while the benchmark store is written), runs this tree's GPU
 # and pipeline tests, then alternates loader-only runs of the two builds (bench/loader_ab.py,
-# ROUNDS times each, GPU decode), and prints the per-epoch rows and a median table. The DLPack
+# ROUNDS times each, GPU decode), and prints the per-epoch rows and a median table; PROFILE=1
+# adds a profiled epoch of each build (GPU time per batch of each kernel and copy), MEMCHECK=1
+# compute-sanitizer over this tree's LoaderCuda tests. The DLPack
 # header comes from .devdeps (see bench/gpu_session.sh). Logs land flat in $OUT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,7 +33,7 @@ configure() {  # $1: tree
 log "build baseline and this tree, write the store"
 (configure "$BASE" && ninja -C "$BASE/build-gpu" -j8 _cubestream) >"$OUT/build_base.log" 2>&1 &
 pb=$!
-(configure "$HERE" && ninja -C "$HERE/build-gpu" -j8 cubestream_tests _cubestream) >"$OUT/build_new.log" 2>&1 &
+(configure "$HERE" && ninja -C "$HERE/build-gpu" -j8 cubestream_tests _cubestream cubestream_cli) >"$OUT/build_new.log" 2>&1 &
 pn=$!
 python3 bench/loader_bench.py --help >/dev/null  # fail early on import errors
 python3 -c "import sys; sys.path.insert(0, 'bench'); import loader_bench; loader_bench.make_store('$STORE', ${TIMESTEPS:-480})" \
@@ -49,7 +51,7 @@ timeout 180 build-gpu/tests/cubestream_tests \
 log "gtest rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gtest.log" | head -30
 
 log "pytest test_loader.py (this tree)"
-PYTHONPATH=$HERE/build-gpu/python timeout 120 python3 -m pytest -q -rs tests/python/test_loader.py >"$OUT/pytest.log" 2>&1
+CUBESTREAM_CLI=$HERE/build-gpu/cubestream PYTHONPATH=$HERE/build-gpu/python timeout 120 python3 -m pytest -q -rs tests/python/test_loader.py >"$OUT/pytest.log" 2>&1
 log "pytest rc=$?"; tail -4 "$OUT/pytest.log"
 
 for r in $(seq 1 "$ROUNDS"); do
@@ -76,4 +78,18 @@ for side in ("before", "after"):
           f"{med(lambda r: r['stats']['busy_s']['decode']):.2f} | {med(lambda r: r['stats']['consumer_wait_s']):.2f} | "
           f"{med(lambda r: r['stats']['memory_peak']) / 1e9:.2f} |")
 EOF
+if [ "${PROFILE:-0}" = 1 ]; then
+  for side in before after; do
+    tree=$BASE; [ $side = after ] && tree=$HERE
+    log "profile: $side"
+    PYTHONPATH=$tree/build-gpu/python timeout 150 python3 bench/loader_ab.py --store "$STORE" --label $side --epochs 1 \
+      --trace --profile --out "$OUT/profile_${side}.json" 2>&1 | grep -v "^\[make_era5\|^{" | tail -30
+  done
+fi
+if [ "${MEMCHECK:-0}" = 1 ]; then
+  log "memcheck: LoaderCuda (this tree)"
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/cubestream_tests \
+    --gtest_filter='LoaderCuda*' >"$OUT/memcheck.log" 2>&1
+  log "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | head
+fi
 log "done"

@@ -134,6 +134,7 @@ struct GpuStage::Flight {
   GpuStage* stage = nullptr;
   std::size_t slot = 0;
   enum class State { kOpen, kLaunched, kFinished } state = State::kOpen;
+  bool decode_queued = false;  // launch() queued every decoder and status copy
   BatchPlan plan;
   std::vector<std::shared_ptr<DeviceUnit>> units;  // per task
   std::vector<std::size_t> miss;                   // tasks fetched by this batch
@@ -495,6 +496,7 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
                              device_);
   }
   cuda::record_event(g.decoded, decode_stream_, device_);
+  f.decode_queued = true;
   // Cached from now on, so that the next batch in flight finds them; finish() or abandon()
   // settles whether they stay.
   for (std::size_t j = 0; j < f.miss.size(); ++j) cache_insert(tasks[f.miss[j]].cache_key, f.units[f.miss[j]]);
@@ -648,15 +650,37 @@ void GpuStage::finish(Flight& f, void* d_inputs, void* d_targets, void* buffer_f
   f.units.clear();
 }
 
-// A batch dropped before finish(): its decoded units were never checked, so they leave the
-// cache; their frees (and the slot's reuse) wait for its GPU work.
+// A batch dropped before finish() (stop, restart, an error in it or before it): the units it
+// decoded stay cached only where the GPU said kOk (a restart at the same place, as set_epoch
+// at each epoch start gives, finds them again); the others, or all of them when launch()
+// stopped half-way, leave the cache. Their frees and the slot's reuse wait for its GPU work.
 void GpuStage::abandon(Flight& f) noexcept {
+  if (f.state == Flight::State::kLaunched) {
+    std::vector<bool> keep(f.miss.size(), false);
+    try {
+      if (f.decode_queued) {
+        SlotGpu& g = *slot_gpu_[f.slot];
+        cuda::event_synchronize(g.decoded);
+        const auto* hmeta = static_cast<const std::uint8_t*>(g.hmeta);
+        for (int k = 0; k < kGroups; ++k) {
+          const std::size_t n = f.group[k].size();
+          const auto* status =
+              reinterpret_cast<const std::uint32_t*>(hmeta + f.group_at[k] + 4 * n * sizeof(std::uint64_t));
+          for (std::size_t q = 0; q < n; ++q) keep[f.group[k][q]] = status[q] == static_cast<std::uint32_t>(cuda::DecodeStatus::kOk);
+        }
+        // Raw and host-decoded units were complete once staged.
+        for (std::size_t j = 0; j < f.staged.size(); ++j) keep[j] = keep[j] || f.staged[j].route != UnitRoute::kGpuDecode;
+      }
+    } catch (...) {
+      keep.assign(f.miss.size(), false);
+    }
+    for (std::size_t j = 0; j < f.miss.size(); ++j) {
+      if (!keep[j] && f.units[f.miss[j]]) cache_forget(f.plan.tasks[f.miss[j]].cache_key, f.units[f.miss[j]].get());
+    }
+  }
   try {
     if (f.state == Flight::State::kLaunched) {
       SlotGpu& g = *slot_gpu_[f.slot];
-      for (std::size_t j = 0; j < f.miss.size(); ++j) {
-        if (f.units[f.miss[j]]) cache_forget(f.plan.tasks[f.miss[j]].cache_key, f.units[f.miss[j]].get());
-      }
       // Launch may have stopped half-way: mark the end of whatever it queued on both streams.
       cuda::record_event(g.copied, copy_stream_, device_);
       cuda::stream_wait_event(decode_stream_, g.copied, device_);
