@@ -108,7 +108,6 @@ class GpuStage {
   void finish(Flight& f, void* d_inputs, void* d_targets, void* buffer_free, void* ready, GpuStageStats& stats);
 
   const std::vector<SourceRoute>& routes() const { return routes_; }
-  std::size_t slots_in_use() const { return slots_.busy(); }
 
  private:
   struct DeviceUnit;
