@@ -19,7 +19,9 @@ import sys
 
 COLORS = {"data wait": "#d62728", "compute": "#2ca02c", "fetch": "#1f77b4", "decode": "#ff7f0e",
           "assemble": "#9467bd", "plan": "#8c564b", "batch": "#c7c7c7", "consumer wait": "#e377c2",
-          "transfer (enqueue)": "#17becf", "gpu fetch+decode+assemble (enqueue)": "#bcbd22"}
+          "transfer (enqueue)": "#17becf", "gpu fetch+decode+assemble (enqueue)": "#bcbd22",
+          # the GPU decode path's steps since batches are in flight (traces after 2026-11-21)
+          "gpu fetch": "#1f77b4", "gpu launch (enqueue)": "#bcbd22", "gpu finish (wait + enqueue)": "#dbdb8d"}
 SHORT = {"cubestream-gpu": "cubestream GPU decode", "cubestream-cpu": "cubestream CPU decode",
          "tensorstore": "TensorStore + DataLoader", "synthetic": "synthetic (ceiling)"}
 

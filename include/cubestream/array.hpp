@@ -118,6 +118,9 @@ class Array {
   };
   // Error(kInvalidArgument) for an index outside the unit grid; store errors pass through.
   EncodedUnit fetch_unit(const std::vector<std::int64_t>& unit) const;
+  // The same into `out`, whose byte buffer's capacity is reused (a loader thread fetching
+  // unit after unit then allocates, and faults in, no fresh buffer per unit).
+  void fetch_unit(const std::vector<std::int64_t>& unit, EncodedUnit& out) const;
   // Decodes a fetched unit into `out` (unit_bytes() bytes, native byte order, C order).
   // Errors carry the store, key and the byte offset inside the key's value.
   void decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const;

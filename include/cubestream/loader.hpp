@@ -32,7 +32,11 @@
 //           DLPack's stream argument), so nothing synchronises the whole device.
 // Fetch, decode and assemble of one unit run as one task on a pool of `threads` threads; a
 // batch's tasks run in parallel. The loader keeps up to `prefetch` batches ready ahead of the
-// consumer, across epoch ends too.
+// consumer, across epoch ends too. With decode on the GPU (see DecodeBackend) a batch's units
+// are fetched by the threads, then copied, decoded and assembled on the GPU on the loader's
+// own streams, ordered by events; the producer fetches the next batches meanwhile, so up to
+// 3 batches (at most `prefetch`) are in flight, and it checks a batch's decode statuses before
+// handing it over, in order.
 //
 // Decoded units go into a bounded LRU cache, so a unit shared by several samples of a batch,
 // or by later batches (the chunk-aware shuffle is built for this), is fetched and decoded
@@ -48,6 +52,13 @@
 // buffers plus one task per thread. Batches handed to the consumer are the consumer's memory:
 // they go back to the loader's buffer pool when the consumer drops them. Device memory (kCuda)
 // is `prefetch` + 2 batch buffers, reused.
+//
+// With decode on the GPU, batches are assembled in device memory, so no host batch buffers
+// are held; the host memory is then the pinned staging areas of the batches in flight (up to
+// 3, each about one batch's encoded bytes): one is always kept, another only while it fits
+// under the limit, so a tight limit means fewer batches in flight. Device memory adds, per
+// batch in flight, a device copy of its staging area and its freshly decoded units, plus the
+// decoded-unit cache (gpu_cache_bytes).
 //
 // ---- Epochs, ranks and resuming ------------------------------------------------------------
 // next() returns the batches of the current epoch in order, then nullopt once, and moves on

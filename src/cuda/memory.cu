@@ -125,4 +125,11 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes, int device) {
 
 void event_synchronize(void* event) { CS_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
 
+bool event_query(void* event) {
+  const cudaError_t s = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (s == cudaErrorNotReady) return false;
+  CS_CUDA_CHECK(s);
+  return true;
+}
+
 }  // namespace cubestream::cuda

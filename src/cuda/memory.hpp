@@ -31,6 +31,8 @@ void record_event(void* event, void* stream, int device);
 // Makes later work on `stream` wait for `event`; the host does not block.
 void stream_wait_event(void* stream, void* event, int device);
 void event_synchronize(void* event);
+// Whether the work before the event's last record has finished; never blocks.
+bool event_query(void* event);
 // Stream-ordered device memory (cudaMallocAsync / cudaFreeAsync from the device's pool).
 void* alloc_device_async(std::size_t bytes, void* stream, int device);
 void free_device_async(void* p, void* stream, int device) noexcept;

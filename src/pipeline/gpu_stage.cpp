@@ -96,38 +96,98 @@ std::optional<std::string> gpu_assemble_refusal(const UnitSource& source, std::s
 struct GpuStage::DeviceUnit {
   void* ptr = nullptr;
   std::size_t bytes = 0;
-  void* stream = nullptr;
+  void* stream = nullptr;  // the assemble stream: freed after the kernels queued there so far
   int device = 0;
-  ~DeviceUnit() { cuda::free_device_async(ptr, stream, device); }  // after the kernels queued so far
+  ~DeviceUnit() { cuda::free_device_async(ptr, stream, device); }
 };
 
-GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, const LoaderConfig& config, void* stream,
-                   MemoryBudget& budget, std::uint64_t cache_bytes, bool gpu_zstd)
+// A slot's GPU side: device staging, meta buffers and the events that guard their reuse.
+struct GpuStage::SlotGpu {
+  void* dstage = nullptr;
+  std::size_t dstage_cap = 0;
+  void* hmeta = nullptr;  // pinned
+  std::size_t hmeta_cap = 0;
+  void* dmeta = nullptr;
+  std::size_t dmeta_cap = 0;
+  void* copied = nullptr;     // the staging area is on the GPU (the host arena is free again)
+  void* decoded = nullptr;    // decoders and statuses done (the device staging is free again)
+  void* assembled = nullptr;  // the assembly read its meta
+  void* last = nullptr;       // the event after which nothing of this slot is in use; null: never used
+};
+
+// One unit fetched by this batch: where its bytes lie in the staging arena.
+struct GpuStage::Staged {
+  Array::EncodedUnit enc;     // key, offset, missing; the bytes only while they wait for settle()
+  UnitRoute route = UnitRoute::kHostDecode;
+  std::size_t offset = 0, length = 0;
+  std::size_t slot = 0;       // index of the buffer within its GPU decode group
+  bool pending = false;       // enc.bytes (or `decoded`) still to be written at `offset`
+  Bytes decoded;              // a host-decoded unit that did not fit the arena as it was
+  std::uint64_t charged = 0;  // budget held for the pending bytes
+};
+
+namespace {
+constexpr int kGroups = 3;  // lz4, blosc, zstd (cuda::BatchCodec order)
+}  // namespace
+
+struct GpuStage::Flight {
+  GpuStage* stage = nullptr;
+  std::size_t slot = 0;
+  enum class State { kOpen, kLaunched, kFinished } state = State::kOpen;
+  bool decode_queued = false;  // launch() queued every decoder and status copy
+  BatchPlan plan;
+  std::vector<std::shared_ptr<DeviceUnit>> units;  // per task
+  std::vector<std::size_t> miss;                   // tasks fetched by this batch
+  std::vector<Staged> staged;                      // per miss
+  std::vector<std::size_t> group[kGroups];         // GPU-decoded staged units per codec
+  // Meta layout (offsets into the slot's meta buffers).
+  std::size_t group_at[kGroups] = {};
+  std::size_t pieces_at = 0, items_at = 0, params_at = 0, tensors_at = 0, meta_bytes = 0;
+  std::size_t npieces = 0, nitems = 0;
+};
+
+void GpuStage::FlightDeleter::operator()(Flight* f) const noexcept {
+  if (f->state != Flight::State::kFinished) f->stage->abandon(*f);
+  delete f;
+}
+
+GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, const LoaderConfig& config,
+                   MemoryBudget& budget, std::uint64_t cache_bytes, bool gpu_zstd, std::size_t max_in_flight)
     : planner_(planner),
       selection_(selection),
       cfg_(config),
-      stream_(stream),
       device_(config.device_index),
       budget_(budget),
+      slots_(budget, StagingMemory{[](std::size_t n) { return cuda::alloc_pinned(n); }, [](void* p) { cuda::free_pinned(p); }},
+             max_in_flight),
       cache_capacity_(cache_bytes) {
   for (const auto& s : planner_.sources()) {
     routes_.push_back(route_of(s, gpu_zstd));
   }
+  copy_stream_ = cuda::create_stream(device_);
+  decode_stream_ = cuda::create_stream(device_);
+  assemble_stream_ = cuda::create_stream(device_);
 }
 
 GpuStage::~GpuStage() {
-  try {
-    cuda::stream_synchronize(stream_, device_);
-  } catch (...) {
+  // The loader drops every flight before the stage; wait for the work they queued.
+  for (void* s : {copy_stream_, decode_stream_, assemble_stream_}) {
+    try {
+      cuda::stream_synchronize(s, device_);
+    } catch (...) {
+    }
   }
   lru_.clear();
   index_.clear();
-  cuda::free_pinned(host_stage_);
-  cuda::free_pinned(host_meta_);
-  cuda::free_device(dev_stage_, device_);
-  cuda::free_device(dev_meta_, device_);
+  for (auto& g : slot_gpu_) {
+    for (void* e : {g->copied, g->decoded, g->assembled}) cuda::destroy_event(e, device_);
+    cuda::free_pinned(g->hmeta);
+    budget_.release(g->hmeta_cap);
+    cuda::free_device(g->dstage, device_);
+    cuda::free_device(g->dmeta, device_);
+  }
   cuda::free_device(scratch_, device_);
-  budget_.release(pinned_charged_);
+  for (void* s : {copy_stream_, decode_stream_, assemble_stream_}) cuda::destroy_stream(s, device_);
 }
 
 std::shared_ptr<GpuStage::DeviceUnit> GpuStage::cache_find(const std::string& key) {
@@ -149,195 +209,281 @@ void GpuStage::cache_insert(const std::string& key, std::shared_ptr<DeviceUnit> 
   }
 }
 
-void* GpuStage::device_scratch(std::size_t bytes, void*& buf, std::size_t& cap) {
-  if (bytes > cap) {
-    cuda::free_device(buf, device_);  // the stream is idle here (run() synchronised it)
-    buf = nullptr;
-    cap = 0;
-    buf = cuda::alloc_device(std::max(bytes, cap * 5 / 4), device_);
-    cap = std::max(bytes, cap * 5 / 4);
-  }
-  return buf;
+void GpuStage::cache_forget(const std::string& key, const DeviceUnit* unit) {
+  auto it = index_.find(key);
+  if (it == index_.end() || it->second->second.get() != unit) return;
+  cache_bytes_ -= unit->bytes;
+  lru_.erase(it->second);
+  index_.erase(it);
 }
 
-std::uint8_t* GpuStage::pinned(std::size_t bytes, void*& buf, std::size_t& cap) {
+// Grow-only device buffers, reallocated stream-ordered: the caller knows the old one idle.
+void GpuStage::grow_device(void*& buf, std::size_t& cap, std::size_t bytes, void* stream) {
+  if (bytes <= cap) return;
+  cuda::free_device_async(buf, stream, device_);
+  buf = nullptr;
+  cap = 0;
+  const std::size_t want = bytes + bytes / 8;  // headroom: the next batch is about as large
+  buf = cuda::alloc_device_async(want, stream, device_);
+  cap = want;
+}
+
+std::uint8_t* GpuStage::grow_pinned(void*& buf, std::size_t& cap, std::size_t bytes) {
   if (bytes > cap) {
     cuda::free_pinned(buf);
     budget_.release(cap);
-    pinned_charged_ -= cap;
     buf = nullptr;
     cap = 0;
-    budget_.force(bytes);  // pinned staging: one batch's worth, charged to the memory bound
-    pinned_charged_ += bytes;
-    buf = cuda::alloc_pinned(bytes);
+    budget_.force(bytes);
+    try {
+      buf = cuda::alloc_pinned(bytes);
+    } catch (...) {
+      budget_.release(bytes);
+      throw;
+    }
     cap = bytes;
   }
   return static_cast<std::uint8_t*>(buf);
 }
 
-void GpuStage::run(const BatchPlan& plan, void* d_inputs, void* d_targets, ThreadPool& pool, int threads,
-                   GpuStageStats& st) {
-  const auto& tasks = plan.tasks;
-  const auto& sources = planner_.sources();
-  std::vector<std::shared_ptr<DeviceUnit>> units(tasks.size());
-  std::vector<std::size_t> miss;
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    units[i] = cache_find(tasks[i].cache_key);
-    if (units[i]) ++st.hits;
-    else miss.push_back(i);
-  }
+Array::EncodedUnit GpuStage::take_read_buffer() {
+  std::lock_guard<std::mutex> lock(reads_mu_);
+  if (reads_.empty()) return {};
+  Array::EncodedUnit e = std::move(reads_.back());
+  reads_.pop_back();
+  return e;
+}
 
-  // ---- fetch (host threads); host decode for units the GPU does not take -------------------
-  struct Fetched {
-    Array::EncodedUnit enc;
-    Bytes decoded;       // kHostDecode (and missing units: the fill value)
-    UnitRoute route = UnitRoute::kHostDecode;
-    std::size_t offset = 0, length = 0;
-    std::size_t slot = 0;  // index of the buffer within its GPU decode group
-  };
-  std::vector<Fetched> f(miss.size());
-  std::atomic<std::uint64_t> charged{0};
-  std::atomic<std::int64_t> ns_fetch{0}, ns_host_decode{0};
-  auto fetch = [&](std::size_t j) {
-    const UnitTask& t = tasks[miss[j]];
-    const UnitSource& src = sources[t.source];
-    const std::int64_t t0 = now_ns();
-    f[j].enc = src.array.fetch_unit(t.unit);
-    const std::int64_t t1 = now_ns();
-    ns_fetch += t1 - t0;
-    budget_.force(f[j].enc.bytes.size());
-    charged += f[j].enc.bytes.size();
-    f[j].route = routes_[t.source].route;
-    if (f[j].enc.missing || f[j].route == UnitRoute::kHostDecode) {
-      f[j].route = UnitRoute::kHostDecode;
-      budget_.force(src.array.unit_bytes());
-      charged += src.array.unit_bytes();
-      f[j].decoded.resize(src.array.unit_bytes());
-      src.array.decode_unit(f[j].enc, f[j].decoded.data(), f[j].decoded.size());
-      ns_host_decode += now_ns() - t1;
+void GpuStage::give_read_buffer(Array::EncodedUnit enc) {
+  std::lock_guard<std::mutex> lock(reads_mu_);
+  reads_.push_back(std::move(enc));
+}
+
+// ---- open: a staging slot --------------------------------------------------------------------
+
+GpuStage::FlightPtr GpuStage::open() {
+  const std::optional<std::size_t> slot = slots_.acquire();
+  if (!slot) return nullptr;
+  FlightPtr f(new Flight);
+  f->stage = this;
+  f->slot = *slot;
+  try {
+    while (slot_gpu_.size() <= *slot) {
+      auto g = std::make_unique<SlotGpu>();
+      g->copied = cuda::create_event(device_);
+      g->decoded = cuda::create_event(device_);
+      g->assembled = cuda::create_event(device_);
+      slot_gpu_.push_back(std::move(g));
     }
-  };
+    // The slot's last batch (finished or abandoned) may still be on the GPU: its arena,
+    // staging and meta are rewritten from here on. Usually long done (one wait per slot).
+    if (void* last = slot_gpu_[*slot]->last) cuda::event_synchronize(last);
+  } catch (...) {
+    slots_.release(*slot);
+    f->state = Flight::State::kFinished;  // nothing to abandon
+    throw;
+  }
+  return f;
+}
+
+// ---- fetch: host threads, straight into the pinned arena --------------------------------------
+
+void GpuStage::fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std::int64_t& ns_decode) {
+  const UnitTask& t = f.plan.tasks[f.miss[j]];
+  const UnitSource& src = planner_.sources()[t.source];
+  StagingArena& arena = slots_.arena(f.slot);
+  Staged& s = f.staged[j];
+  Array::EncodedUnit enc = take_read_buffer();
+  const std::int64_t t0 = now_ns();
+  src.array.fetch_unit(t.unit, enc);
+  const std::int64_t t1 = now_ns();
+  ns_fetch += t1 - t0;
+  // The encoded bytes are charged while this task holds them.
+  const std::uint64_t held = enc.bytes.size();
+  budget_.force(held);
   struct Release {
     MemoryBudget& b;
-    std::atomic<std::uint64_t>& n;
-    ~Release() { b.release(n.load()); }
-  } release{budget_, charged};
-  if (threads <= 1 || miss.size() <= 1) {
-    for (std::size_t j = 0; j < miss.size(); ++j) fetch(j);
+    std::uint64_t n;
+    ~Release() { b.release(n); }
+  } release{budget_, held};
+  s.route = routes_[t.source].route;
+  if (enc.missing || s.route == UnitRoute::kHostDecode) {
+    s.route = UnitRoute::kHostDecode;
+    const std::size_t ub = src.array.unit_bytes();
+    const StagingArena::Claim c = arena.claim(ub);
+    s.offset = c.offset;
+    s.length = ub;
+    if (c.ptr) {
+      src.array.decode_unit(enc, c.ptr, ub);
+    } else {
+      budget_.force(ub);
+      s.charged = ub;
+      s.decoded.resize(ub);
+      s.pending = true;
+      src.array.decode_unit(enc, s.decoded.data(), ub);
+    }
+    ns_decode += now_ns() - t1;
   } else {
-    pool.parallel_for(miss.size(), fetch);
-  }
-  st.ns_fetch += ns_fetch;
-  st.ns_decode += ns_host_decode;
-  // The fetch above overlapped the previous batch's assembly on the GPU; from here on the
-  // staging and meta buffers are reused, so that work must be done.
-  cuda::stream_synchronize(stream_, device_);
-
-  // ---- layout of the staging area and of the two meta areas ----------------------------------
-  std::size_t stage_bytes = 0;
-  constexpr int kGroups = 3;  // lz4, blosc, zstd
-  std::vector<std::size_t> group[kGroups];
-  for (std::size_t j = 0; j < f.size(); ++j) {
-    const Bytes& payload = f[j].route == UnitRoute::kHostDecode ? f[j].decoded : f[j].enc.bytes;
-    f[j].offset = stage_bytes;
-    f[j].length = payload.size();
-    stage_bytes = align_up(stage_bytes + payload.size());
-    if (f[j].route == UnitRoute::kGpuDecode) {
-      auto& g = group[static_cast<int>(routes_[tasks[miss[j]].source].codec)];
-      f[j].slot = g.size();
-      g.push_back(j);
+    const StagingArena::Claim c = arena.claim(enc.bytes.size());
+    s.offset = c.offset;
+    s.length = enc.bytes.size();
+    if (c.ptr) {
+      if (s.length) std::memcpy(c.ptr, enc.bytes.data(), s.length);
+    } else {
+      // Written after settle(); these bytes stay with the unit (and charged) until then.
+      budget_.force(s.length);
+      s.charged = s.length;
+      s.pending = true;
+      s.enc.bytes = std::move(enc.bytes);
+      enc.bytes = Bytes();
     }
   }
-  std::size_t npieces = 0, nitems = 0;
+  s.enc.key = enc.key;
+  s.enc.offset = enc.offset;
+  s.enc.missing = enc.missing;
+  s.enc.bytes_fetched = enc.bytes_fetched;
+  give_read_buffer(std::move(enc));
+}
+
+void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, GpuStageStats& st) {
+  f.plan = std::move(plan);
+  const auto& tasks = f.plan.tasks;
+  f.units.assign(tasks.size(), nullptr);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    f.units[i] = cache_find(tasks[i].cache_key);
+    if (f.units[i]) ++st.hits;
+    else f.miss.push_back(i);
+  }
+  f.staged.assign(f.miss.size(), Staged{});
+  StagingArena& arena = slots_.arena(f.slot);
+  arena.begin();
+  std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0};
+  auto one = [&](std::size_t j) {
+    std::int64_t a = 0, b = 0;
+    fetch_unit(f, j, a, b);
+    ns_fetch += a;
+    ns_decode += b;
+  };
+  if (threads <= 1 || f.miss.size() <= 1) {
+    for (std::size_t j = 0; j < f.miss.size(); ++j) one(j);
+  } else {
+    pool.parallel_for(f.miss.size(), one);
+  }
+  // Units that did not fit the arena as it was: grow it, then write them at their offsets.
+  std::uint8_t* base = arena.settle();
+  for (Staged& s : f.staged) {
+    if (!s.pending) continue;
+    const Bytes& b = s.route == UnitRoute::kHostDecode ? s.decoded : s.enc.bytes;
+    if (s.length) std::memcpy(base + s.offset, b.data(), s.length);
+    s.decoded = Bytes();
+    s.enc.bytes = Bytes();
+    s.pending = false;
+    budget_.release(s.charged);
+    s.charged = 0;
+  }
+  st.ns_fetch += ns_fetch;
+  st.ns_decode += ns_decode;
+}
+
+// ---- launch: copy, device units, decoders; nothing waits -------------------------------------
+
+void GpuStage::launch(Flight& f, GpuStageStats& st) {
+  const auto& tasks = f.plan.tasks;
+  const auto& sources = planner_.sources();
+  SlotGpu& g = *slot_gpu_[f.slot];
+  StagingArena& arena = slots_.arena(f.slot);
+  const std::size_t stage_bytes = arena.used();
+
+  // Meta layout: per decode group src ptrs, src sizes, dst ptrs, dst sizes, statuses; then
+  // the assembly's pieces, items, params (at most one per piece) and the two tensor pointers.
+  for (std::size_t j = 0; j < f.staged.size(); ++j) {
+    if (f.staged[j].route != UnitRoute::kGpuDecode) continue;
+    auto& grp = f.group[static_cast<int>(routes_[tasks[f.miss[j]].source].codec)];
+    f.staged[j].slot = grp.size();
+    grp.push_back(j);
+  }
   for (const auto& t : tasks) {
     for (const auto& pc : t.pieces) {
       std::int64_t n = 1;
       for (auto c : pc.count) n *= c;
-      ++npieces;
-      nitems += static_cast<std::size_t>((n + kItemElements - 1) / kItemElements);
+      ++f.npieces;
+      f.nitems += static_cast<std::size_t>((n + kItemElements - 1) / kItemElements);
     }
   }
-  // Decode meta per group: src ptrs, src sizes, dst ptrs, dst sizes, statuses.
-  std::size_t decode_meta = 0;
-  std::size_t group_at[kGroups];
-  for (int g = 0; g < kGroups; ++g) {
-    group_at[g] = decode_meta;
-    decode_meta += align_up(group[g].size() * (4 * sizeof(std::uint64_t) + sizeof(std::uint32_t)));
+  std::size_t at = 0;
+  for (int k = 0; k < kGroups; ++k) {
+    f.group_at[k] = at;
+    at += align_up(f.group[k].size() * (4 * sizeof(std::uint64_t) + sizeof(std::uint32_t)));
   }
-  const std::size_t pieces_at = decode_meta;
-  const std::size_t items_at = align_up(pieces_at + npieces * sizeof(cuda::AssemblePiece));
-  const std::size_t params_at = align_up(items_at + nitems * sizeof(cuda::AssembleItem));
-  // Params are built below per (source, channel) met in this batch: at most one per piece.
-  const std::size_t tensors_at = align_up(params_at + npieces * sizeof(cuda::ConvertParams));
-  const std::size_t meta_bytes = align_up(tensors_at + 2 * sizeof(void*));
+  f.pieces_at = at;
+  f.items_at = align_up(f.pieces_at + f.npieces * sizeof(cuda::AssemblePiece));
+  f.params_at = align_up(f.items_at + f.nitems * sizeof(cuda::AssembleItem));
+  f.tensors_at = align_up(f.params_at + f.npieces * sizeof(cuda::ConvertParams));
+  f.meta_bytes = align_up(f.tensors_at + 2 * sizeof(void*));
 
-  std::uint8_t* hstage = pinned(std::max<std::size_t>(stage_bytes, 1), host_stage_, host_stage_cap_);
-  std::uint8_t* hmeta = pinned(meta_bytes, host_meta_, host_meta_cap_);
-  auto* dstage = static_cast<std::uint8_t*>(device_scratch(std::max<std::size_t>(stage_bytes, 1), dev_stage_, dev_stage_cap_));
-  auto* dmeta = static_cast<std::uint8_t*>(device_scratch(meta_bytes, dev_meta_, dev_meta_cap_));
+  // The slot is idle (open() waited for its last batch): its buffers may be replaced.
+  std::uint8_t* hmeta = grow_pinned(g.hmeta, g.hmeta_cap, f.meta_bytes);
+  grow_device(g.dmeta, g.dmeta_cap, f.meta_bytes, decode_stream_);
+  grow_device(g.dstage, g.dstage_cap, std::max<std::size_t>(stage_bytes, 1), copy_stream_);
+  auto* dstage = static_cast<std::uint8_t*>(g.dstage);
+  auto* dmeta = static_cast<std::uint8_t*>(g.dmeta);
 
-  auto stage_copy = [&](std::size_t j) {
-    const Bytes& payload = f[j].route == UnitRoute::kHostDecode ? f[j].decoded : f[j].enc.bytes;
-    if (!payload.empty()) std::memcpy(hstage + f[j].offset, payload.data(), payload.size());
-  };
-  if (threads <= 1 || f.size() <= 1) {
-    for (std::size_t j = 0; j < f.size(); ++j) stage_copy(j);
-  } else {
-    pool.parallel_for(f.size(), stage_copy);
-  }
-  const std::int64_t td0 = now_ns();
-  if (stage_bytes) cuda::copy_to_device_async(dstage, hstage, stage_bytes, stream_, device_);
+  // From here on the batch has GPU work queued: a failure abandons it (see FlightDeleter).
+  f.state = Flight::State::kLaunched;
+  if (stage_bytes) cuda::copy_to_device_async(dstage, arena.data(), stage_bytes, copy_stream_, device_);
+  cuda::record_event(g.copied, copy_stream_, device_);
+  cuda::stream_wait_event(decode_stream_, g.copied, device_);
 
-  // ---- device units; raw and host-decoded ones are copies of their staged bytes ---------------
-  for (std::size_t j = 0; j < f.size(); ++j) {
-    const UnitSource& src = sources[tasks[miss[j]].source];
+  // Device units; raw and host-decoded ones are copies of their staged bytes.
+  for (std::size_t j = 0; j < f.staged.size(); ++j) {
+    const UnitSource& src = sources[tasks[f.miss[j]].source];
+    const Staged& s = f.staged[j];
     auto u = std::make_shared<DeviceUnit>();
     u->bytes = src.array.unit_bytes();
-    u->stream = stream_;
+    u->stream = assemble_stream_;
     u->device = device_;
-    u->ptr = cuda::alloc_device_async(u->bytes, stream_, device_);
-    units[miss[j]] = u;
+    u->ptr = cuda::alloc_device_async(u->bytes, decode_stream_, device_);
+    f.units[f.miss[j]] = u;
     ++st.units;
-    st.missing += f[j].enc.missing;
-    st.bytes_fetched += f[j].enc.bytes_fetched;
+    st.missing += s.enc.missing;
+    st.bytes_fetched += s.enc.bytes_fetched;
     st.bytes_decoded += u->bytes;
-    if (f[j].route != UnitRoute::kGpuDecode) {
-      if (f[j].length != u->bytes) {
+    if (s.route != UnitRoute::kGpuDecode) {
+      if (s.length != u->bytes) {
         throw Error(ErrorCode::kSizeMismatch,
-                    "stored chunk holds " + std::to_string(f[j].length) + " bytes, the unit " + std::to_string(u->bytes),
-                    ErrorContext{src.array.store().describe(), f[j].enc.key, std::nullopt});
+                    "stored chunk holds " + std::to_string(s.length) + " bytes, the unit " + std::to_string(u->bytes),
+                    ErrorContext{src.array.store().describe(), s.enc.key, std::nullopt});
       }
-      cuda::copy_device_to_device_async(u->ptr, dstage + f[j].offset, u->bytes, stream_, device_);
+      cuda::copy_device_to_device_async(u->ptr, dstage + s.offset, u->bytes, decode_stream_, device_);
       ++st.host_decoded;
     }
   }
 
-  // ---- batched GPU decode, one launch per codec ----------------------------------------------
-  bool any_gpu = false;
-  for (int g = 0; g < kGroups; ++g) {
-    const std::size_t n = group[g].size();
+  // Batched GPU decode, one launch per codec, statuses back into the pinned meta.
+  for (int k = 0; k < kGroups; ++k) {
+    const std::size_t n = f.group[k].size();
     if (!n) continue;
-    any_gpu = true;
-    auto* h = hmeta + group_at[g];
-    auto* d = dmeta + group_at[g];
+    auto* h = hmeta + f.group_at[k];
+    auto* d = dmeta + f.group_at[k];
     auto* src_ptr = reinterpret_cast<std::uint64_t*>(h);
     auto* src_len = src_ptr + n;
     auto* dst_ptr = src_len + n;
     auto* dst_len = dst_ptr + n;
     std::size_t total = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      const Fetched& x = f[group[g][k]];
-      const auto& u = units[miss[group[g][k]]];
-      src_ptr[k] = reinterpret_cast<std::uint64_t>(dstage + x.offset);
-      src_len[k] = x.length;
-      dst_ptr[k] = reinterpret_cast<std::uint64_t>(u->ptr);
-      dst_len[k] = u->bytes;
+    for (std::size_t q = 0; q < n; ++q) {
+      const Staged& x = f.staged[f.group[k][q]];
+      const auto& u = f.units[f.miss[f.group[k][q]]];
+      src_ptr[q] = reinterpret_cast<std::uint64_t>(dstage + x.offset);
+      src_len[q] = x.length;
+      dst_ptr[q] = reinterpret_cast<std::uint64_t>(u->ptr);
+      dst_len[q] = u->bytes;
       total += u->bytes;
     }
-    cuda::copy_to_device_async(d, h, n * 4 * sizeof(std::uint64_t), stream_, device_);
-    const auto codec = static_cast<cuda::BatchCodec>(g);
+    cuda::copy_to_device_async(d, h, n * 4 * sizeof(std::uint64_t), decode_stream_, device_);
+    const auto codec = static_cast<cuda::BatchCodec>(k);
     const std::size_t sb = cuda::batch_decode_scratch_bytes(codec, n, total);
-    void* scratch = device_scratch(sb, scratch_, scratch_cap_);
+    // Earlier decodes on this stream used the old scratch: freeing it stream-ordered is safe.
+    grow_device(scratch_, scratch_cap_, std::max<std::size_t>(sb, 1), decode_stream_);
     cuda::DeviceBatch b;
     b.src = reinterpret_cast<const std::uint8_t* const*>(d);
     b.src_bytes = reinterpret_cast<const std::size_t*>(d + n * sizeof(std::uint64_t));
@@ -345,48 +491,78 @@ void GpuStage::run(const BatchPlan& plan, void* d_inputs, void* d_targets, Threa
     b.dst_bytes = reinterpret_cast<const std::size_t*>(d + 3 * n * sizeof(std::uint64_t));
     b.status = reinterpret_cast<cuda::DecodeStatus*>(d + 4 * n * sizeof(std::uint64_t));
     b.num_buffers = n;
-    cuda::batch_decode(codec, b, scratch, sb, reinterpret_cast<cuda::StreamHandle>(stream_));
-    cuda::copy_to_host_async(h + 4 * n * sizeof(std::uint64_t), b.status, n * sizeof(std::uint32_t), stream_, device_);
+    cuda::batch_decode(codec, b, scratch_, scratch_cap_, reinterpret_cast<cuda::StreamHandle>(decode_stream_));
+    cuda::copy_to_host_async(h + 4 * n * sizeof(std::uint64_t), b.status, n * sizeof(std::uint32_t), decode_stream_,
+                             device_);
   }
-  if (any_gpu) {
-    cuda::stream_synchronize(stream_, device_);
-    std::vector<Bytes> fallback_bytes;  // alive until the copies below are done
-    for (int g = 0; g < kGroups; ++g) {
-      const std::size_t n = group[g].size();
-      const auto* status = reinterpret_cast<const std::uint32_t*>(hmeta + group_at[g] + 4 * n * sizeof(std::uint64_t));
-      for (std::size_t k = 0; k < n; ++k) {
-        const std::size_t j = group[g][k];
-        const UnitSource& src = sources[tasks[miss[j]].source];
-        const auto s = static_cast<cuda::DecodeStatus>(status[k]);
-        if (s == cuda::DecodeStatus::kOk) {
-          ++st.gpu_decoded;
-          continue;
-        }
-        if (s == cuda::DecodeStatus::kUnsupported) {
-          // The CPU path decodes what the GPU leaves, buffer by buffer, to the same bytes.
-          Bytes out(src.array.unit_bytes());
-          src.array.decode_unit(f[j].enc, out.data(), out.size());
-          cuda::copy_to_device_async(units[miss[j]]->ptr, out.data(), out.size(), stream_, device_);
-          fallback_bytes.push_back(std::move(out));
-          ++st.fallbacks;
-          continue;
-        }
+  cuda::record_event(g.decoded, decode_stream_, device_);
+  f.decode_queued = true;
+  // Cached from now on, so that the next batch in flight finds them; finish() or abandon()
+  // settles whether they stay.
+  for (std::size_t j = 0; j < f.miss.size(); ++j) cache_insert(tasks[f.miss[j]].cache_key, f.units[f.miss[j]]);
+}
+
+bool GpuStage::done(const Flight& f) const {
+  return f.state != Flight::State::kLaunched || cuda::event_query(slot_gpu_[f.slot]->decoded);
+}
+
+// ---- finish: statuses, host fallback, assembly ----------------------------------------------
+
+void GpuStage::check_statuses(Flight& f, GpuStageStats& st) {
+  const auto& sources = planner_.sources();
+  SlotGpu& g = *slot_gpu_[f.slot];
+  const auto* hmeta = static_cast<const std::uint8_t*>(g.hmeta);
+  std::vector<std::size_t> unsupported;
+  for (int k = 0; k < kGroups; ++k) {
+    const std::size_t n = f.group[k].size();
+    const auto* status = reinterpret_cast<const std::uint32_t*>(hmeta + f.group_at[k] + 4 * n * sizeof(std::uint64_t));
+    for (std::size_t q = 0; q < n; ++q) {
+      const std::size_t j = f.group[k][q];
+      const auto s = static_cast<cuda::DecodeStatus>(status[q]);
+      if (s == cuda::DecodeStatus::kOk) {
+        ++st.gpu_decoded;
+      } else if (s == cuda::DecodeStatus::kUnsupported) {
+        unsupported.push_back(j);
+      } else {
+        const UnitSource& src = sources[f.plan.tasks[f.miss[j]].source];
         throw Error(s == cuda::DecodeStatus::kWrongSize ? ErrorCode::kSizeMismatch : ErrorCode::kCorruptData,
-                    std::string("GPU ") + cuda::batch_codec_name(static_cast<cuda::BatchCodec>(g)) +
+                    std::string("GPU ") + cuda::batch_codec_name(static_cast<cuda::BatchCodec>(k)) +
                         " decode: " + codec::logic::decode_status_name(s),
-                    ErrorContext{src.array.store().describe(), f[j].enc.key, f[j].enc.offset});
+                    ErrorContext{src.array.store().describe(), f.staged[j].enc.key, f.staged[j].enc.offset});
       }
     }
-    if (!fallback_bytes.empty()) cuda::stream_synchronize(stream_, device_);
   }
-  st.ns_decode += now_ns() - td0;
-  for (std::size_t j = 0; j < f.size(); ++j) cache_insert(tasks[miss[j]].cache_key, units[miss[j]]);
+  if (unsupported.empty()) return;
+  // The CPU path decodes what the GPU leaves, buffer by buffer, to the same bytes: from the
+  // staged copy (the arena is the slot's until finish ends), all before any copy is queued.
+  const std::uint8_t* base = slots_.arena(f.slot).data();
+  std::vector<Bytes> out(unsupported.size());
+  for (std::size_t i = 0; i < unsupported.size(); ++i) {
+    const std::size_t j = unsupported[i];
+    const UnitSource& src = sources[f.plan.tasks[f.miss[j]].source];
+    Array::EncodedUnit enc = f.staged[j].enc;
+    enc.bytes.assign(base + f.staged[j].offset, base + f.staged[j].offset + f.staged[j].length);
+    out[i].resize(src.array.unit_bytes());
+    src.array.decode_unit(enc, out[i].data(), out[i].size());
+  }
+  for (std::size_t i = 0; i < unsupported.size(); ++i) {
+    cuda::copy_to_device_async(f.units[f.miss[unsupported[i]]]->ptr, out[i].data(), out[i].size(), assemble_stream_,
+                               device_);
+    ++st.fallbacks;
+  }
+  // The copies read pageable memory that goes away here; rare path: wait for them.
+  cuda::stream_synchronize(assemble_stream_, device_);
+}
 
-  // ---- assembly ------------------------------------------------------------------------------
-  const std::int64_t ta0 = now_ns();
-  auto* hp = reinterpret_cast<cuda::AssemblePiece*>(hmeta + pieces_at);
-  auto* hi = reinterpret_cast<cuda::AssembleItem*>(hmeta + items_at);
-  auto* hpar = reinterpret_cast<cuda::ConvertParams*>(hmeta + params_at);
+void GpuStage::enqueue_assembly(Flight& f, void* d_inputs, void* d_targets) {
+  const auto& tasks = f.plan.tasks;
+  const auto& sources = planner_.sources();
+  SlotGpu& g = *slot_gpu_[f.slot];
+  auto* hmeta = static_cast<std::uint8_t*>(g.hmeta);
+  auto* dmeta = static_cast<std::uint8_t*>(g.dmeta);
+  auto* hp = reinterpret_cast<cuda::AssemblePiece*>(hmeta + f.pieces_at);
+  auto* hi = reinterpret_cast<cuda::AssembleItem*>(hmeta + f.items_at);
+  auto* hpar = reinterpret_cast<cuda::ConvertParams*>(hmeta + f.params_at);
   std::map<std::pair<std::size_t, std::uint32_t>, std::uint32_t> pidx;
   std::size_t p = 0, it = 0;
   const auto& channels = selection_.channels();
@@ -416,7 +592,7 @@ void GpuStage::run(const BatchPlan& plan, void* d_inputs, void* d_targets, Threa
       }
       cuda::AssemblePiece& a = hp[p];
       a = cuda::AssemblePiece{};
-      a.src = static_cast<const std::uint8_t*>(units[i]->ptr);
+      a.src = static_cast<const std::uint8_t*>(f.units[i]->ptr);
       a.src_offset = pc.src_offset;
       a.dst_offset = pc.dst_offset;
       a.ndims = static_cast<std::int32_t>(pc.count.size());
@@ -435,21 +611,92 @@ void GpuStage::run(const BatchPlan& plan, void* d_inputs, void* d_targets, Threa
       ++p;
     }
   }
-  auto* htens = reinterpret_cast<void**>(hmeta + tensors_at);
+  auto* htens = reinterpret_cast<void**>(hmeta + f.tensors_at);
   htens[0] = d_inputs;
   htens[1] = d_targets;
-  cuda::copy_to_device_async(dmeta + pieces_at, hmeta + pieces_at, meta_bytes - pieces_at, stream_, device_);
-  cuda::OutKind out = cfg_.dtype == OutputDType::kFloat32    ? cuda::OutKind::kFloat32
-                      : cfg_.dtype == OutputDType::kBFloat16 ? cuda::OutKind::kBFloat16
-                                                             : cuda::OutKind::kFloat16;
-  cuda::assemble_batch(reinterpret_cast<const cuda::AssemblePiece*>(dmeta + pieces_at),
-                       reinterpret_cast<const cuda::AssembleItem*>(dmeta + items_at), it,
-                       reinterpret_cast<const cuda::ConvertParams*>(dmeta + params_at),
-                       reinterpret_cast<void* const*>(dmeta + tensors_at), out,
-                       reinterpret_cast<CUstream_st*>(stream_));
-  st.ns_assemble += now_ns() - ta0;
-  // `units` drops its references here: a unit no longer cached is freed stream-ordered, after
+  cuda::copy_to_device_async(dmeta + f.pieces_at, hmeta + f.pieces_at, f.meta_bytes - f.pieces_at, assemble_stream_,
+                             device_);
+  const cuda::OutKind out = cfg_.dtype == OutputDType::kFloat32    ? cuda::OutKind::kFloat32
+                            : cfg_.dtype == OutputDType::kBFloat16 ? cuda::OutKind::kBFloat16
+                                                                   : cuda::OutKind::kFloat16;
+  cuda::assemble_batch(reinterpret_cast<const cuda::AssemblePiece*>(dmeta + f.pieces_at),
+                       reinterpret_cast<const cuda::AssembleItem*>(dmeta + f.items_at), it,
+                       reinterpret_cast<const cuda::ConvertParams*>(dmeta + f.params_at),
+                       reinterpret_cast<void* const*>(dmeta + f.tensors_at), out,
+                       reinterpret_cast<CUstream_st*>(assemble_stream_));
+}
+
+void GpuStage::finish(Flight& f, void* d_inputs, void* d_targets, void* buffer_free, void* ready, GpuStageStats& st) {
+  SlotGpu& g = *slot_gpu_[f.slot];
+  const std::int64_t t0 = now_ns();
+  // The one wait of a batch: its own decode event, usually passed while later batches fetched.
+  cuda::event_synchronize(g.decoded);
+  check_statuses(f, st);
+  const std::int64_t t1 = now_ns();
+  st.ns_decode += t1 - t0;
+  // Units of this batch (and cached ones from batches still decoding, whose decode event
+  // came earlier on the same decode stream) are complete once g.decoded has passed.
+  cuda::stream_wait_event(assemble_stream_, g.decoded, device_);
+  if (buffer_free) cuda::stream_wait_event(assemble_stream_, buffer_free, device_);
+  enqueue_assembly(f, d_inputs, d_targets);
+  cuda::record_event(ready, assemble_stream_, device_);
+  cuda::record_event(g.assembled, assemble_stream_, device_);
+  g.last = g.assembled;
+  st.ns_assemble += now_ns() - t1;
+  f.state = Flight::State::kFinished;
+  slots_.release(f.slot);
+  // The units' references go here: a unit no longer cached is freed stream-ordered, after
   // the assembly kernel just queued.
+  f.units.clear();
+}
+
+// A batch dropped before finish() (stop, restart, an error in it or before it): the units it
+// decoded stay cached only where the GPU said kOk (a restart at the same place, as set_epoch
+// at each epoch start gives, finds them again); the others, or all of them when launch()
+// stopped half-way, leave the cache. Their frees and the slot's reuse wait for its GPU work.
+void GpuStage::abandon(Flight& f) noexcept {
+  if (f.state == Flight::State::kLaunched) {
+    std::vector<bool> keep(f.miss.size(), false);
+    try {
+      if (f.decode_queued) {
+        SlotGpu& g = *slot_gpu_[f.slot];
+        cuda::event_synchronize(g.decoded);
+        const auto* hmeta = static_cast<const std::uint8_t*>(g.hmeta);
+        for (int k = 0; k < kGroups; ++k) {
+          const std::size_t n = f.group[k].size();
+          const auto* status =
+              reinterpret_cast<const std::uint32_t*>(hmeta + f.group_at[k] + 4 * n * sizeof(std::uint64_t));
+          for (std::size_t q = 0; q < n; ++q) keep[f.group[k][q]] = status[q] == static_cast<std::uint32_t>(cuda::DecodeStatus::kOk);
+        }
+        // Raw and host-decoded units were complete once staged.
+        for (std::size_t j = 0; j < f.staged.size(); ++j) keep[j] = keep[j] || f.staged[j].route != UnitRoute::kGpuDecode;
+      }
+    } catch (...) {
+      keep.assign(f.miss.size(), false);
+    }
+    for (std::size_t j = 0; j < f.miss.size(); ++j) {
+      if (!keep[j] && f.units[f.miss[j]]) cache_forget(f.plan.tasks[f.miss[j]].cache_key, f.units[f.miss[j]].get());
+    }
+  }
+  try {
+    if (f.state == Flight::State::kLaunched) {
+      SlotGpu& g = *slot_gpu_[f.slot];
+      // Launch may have stopped half-way: mark the end of whatever it queued on both streams.
+      cuda::record_event(g.copied, copy_stream_, device_);
+      cuda::stream_wait_event(decode_stream_, g.copied, device_);
+      cuda::record_event(g.decoded, decode_stream_, device_);
+      cuda::stream_wait_event(assemble_stream_, g.decoded, device_);
+      g.last = g.decoded;
+    }
+  } catch (...) {
+    // The context is failing: nothing can use these units any more.
+  }
+  for (Staged& s : f.staged) {
+    budget_.release(s.charged);
+    s.charged = 0;
+  }
+  f.units.clear();
+  slots_.release(f.slot);
 }
 
 }  // namespace cubestream::pipeline

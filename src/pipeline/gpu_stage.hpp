@@ -1,24 +1,34 @@
 // The loader's GPU-native decode and assemble stage (device = kCuda, decode on the GPU).
 //
-// For one planned batch:
-//   1. units already in the device unit cache are used as they are;
-//   2. the others are fetched by the host threads; the compressed bytes of units whose
-//      codec the GPU decodes (blosc, lz4, zstd after the `bytes` codec) are staged in pinned
-//      memory, units of other codecs are decoded on the host and staged decoded;
-//   3. one copy moves the staging area to the GPU; the batched decoders (cuda/decode) decode
-//      straight into fresh device unit buffers; a buffer the GPU leaves as kUnsupported is
-//      decoded on the host instead and copied over (same bytes: the fallback rule);
-//   4. one kernel assembles every piece of the batch from the device units into the device
-//      batch tensors, fused with CF decoding, normalisation, NaN fill and the output dtype
-//      (cuda/assemble), so no decoded data of a GPU-decoded unit crosses PCIe.
-// Everything runs on the loader's copy stream; the host waits once per batch, for the
-// decoders' statuses. Decoded units stay in a bounded LRU cache in device memory
-// (gpu_cache_bytes); an evicted unit is freed stream-ordered, after the kernels that read it.
+// A batch goes through four named steps, so that several batches are in flight at once:
+//   open    takes a staging slot (pinned host + device staging, meta buffers, events);
+//   fetch   (host threads) looks every unit up in the device unit cache and fetches the
+//           others straight into the slot's pinned staging arena: compressed bytes of units
+//           whose codec the GPU decodes (blosc, lz4, zstd after `bytes`), decoded bytes of
+//           the rest (decoded on the host, as are missing units: their fill value);
+//   launch  enqueues, without waiting, one copy of the staging area to the GPU (copy
+//           stream), fresh device units and the batched decoders (decode stream, after the
+//           copy's event), and the copy of the decoders' statuses back;
+//   finish  waits for that batch's statuses only (its event), decodes on the host what the
+//           GPU left as kUnsupported (same bytes: the fallback rule), turns other statuses
+//           into errors, and enqueues the fused assembly kernel (cuda/assemble) on the
+//           assemble stream, after the decode's event and the output buffer's event; the
+//           batch's ready event is recorded there.
+// Copies, decodes and assemblies of consecutive batches overlap on their streams; nothing
+// synchronises the device or a whole stream on the way. A slot is reused only after its
+// last batch's GPU work is done (its event), so the memory in use is the slots' arenas
+// (bounded by the loader's MemoryBudget, see StagingSlots) plus the device units of the
+// batches in flight. Decoded units stay in a bounded LRU cache in device memory
+// (gpu_cache_bytes) from launch on, so the next batch in flight can use them; a unit freed
+// is freed stream-ordered on the assemble stream, after every kernel that read it. A batch
+// dropped before its finish (stop, error) takes its units back out of the cache: their
+// statuses were never checked.
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +41,7 @@
 #include "cuda/decode/batch_decode.hpp"
 #include "pipeline/batch_plan.hpp"
 #include "pipeline/memory_budget.hpp"
+#include "pipeline/staging_arena.hpp"
 
 namespace cubestream {
 class ThreadPool;
@@ -65,51 +76,78 @@ std::optional<std::string> gpu_assemble_refusal(const UnitSource& source, std::s
 struct GpuStageStats {
   std::uint64_t units = 0, missing = 0, hits = 0, bytes_fetched = 0, bytes_decoded = 0;
   std::uint64_t gpu_decoded = 0, host_decoded = 0, fallbacks = 0;
+  // ns_decode: host decoding plus the time finish() waited for the GPU's statuses.
   std::int64_t ns_fetch = 0, ns_decode = 0, ns_assemble = 0;
 };
 
 class GpuStage {
  public:
-  GpuStage(const BatchPlanner& planner, const Selection& selection, const LoaderConfig& config, void* stream,
-           MemoryBudget& budget, std::uint64_t cache_bytes, bool gpu_zstd);
+  // max_in_flight: staging slots at most (batches between open() and finish()).
+  GpuStage(const BatchPlanner& planner, const Selection& selection, const LoaderConfig& config, MemoryBudget& budget,
+           std::uint64_t cache_bytes, bool gpu_zstd, std::size_t max_in_flight);
   ~GpuStage();
   GpuStage(const GpuStage&) = delete;
   GpuStage& operator=(const GpuStage&) = delete;
 
-  // Decodes and assembles `plan` into the device tensors (inputs, targets; targets may be
-  // null without targets). Enqueued on the stream; returns once everything is enqueued.
-  void run(const BatchPlan& plan, void* d_inputs, void* d_targets, ThreadPool& pool, int threads,
-           GpuStageStats& stats);
+  // One batch between open() and finish(). Dropping it unfinished abandons it (see above).
+  struct Flight;
+  struct FlightDeleter {
+    void operator()(Flight* f) const noexcept;
+  };
+  using FlightPtr = std::unique_ptr<Flight, FlightDeleter>;
+
+  // A batch with a staging slot of its own, or null when every slot is busy and no other
+  // fits the memory bound: finish the oldest batch in flight and ask again.
+  FlightPtr open();
+  void fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, GpuStageStats& stats);
+  void launch(Flight& f, GpuStageStats& stats);
+  // Whether finish() would not wait for the GPU.
+  bool done(const Flight& f) const;
+  // Assembles into the device tensors (targets null without targets), ordered after
+  // `buffer_free` (an event, or null) on the assemble stream; records `ready` after it.
+  void finish(Flight& f, void* d_inputs, void* d_targets, void* buffer_free, void* ready, GpuStageStats& stats);
 
   const std::vector<SourceRoute>& routes() const { return routes_; }
 
  private:
   struct DeviceUnit;
+  struct SlotGpu;
+  struct Staged;
   std::shared_ptr<DeviceUnit> cache_find(const std::string& key);
   void cache_insert(const std::string& key, std::shared_ptr<DeviceUnit> unit);
-  void* device_scratch(std::size_t bytes, void*& buf, std::size_t& cap);
-  std::uint8_t* pinned(std::size_t bytes, void*& buf, std::size_t& cap);
+  void cache_forget(const std::string& key, const DeviceUnit* unit);
+  void abandon(Flight& f) noexcept;
+  void fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std::int64_t& ns_decode);
+  Array::EncodedUnit take_read_buffer();
+  void give_read_buffer(Array::EncodedUnit enc);
+  void check_statuses(Flight& f, GpuStageStats& stats);
+  void enqueue_assembly(Flight& f, void* d_inputs, void* d_targets);
+  void grow_device(void*& buf, std::size_t& cap, std::size_t bytes, void* stream);
+  std::uint8_t* grow_pinned(void*& buf, std::size_t& cap, std::size_t bytes);
 
   const BatchPlanner& planner_;
   const Selection& selection_;
   const LoaderConfig& cfg_;
-  void* stream_;
   int device_;
   MemoryBudget& budget_;
   std::vector<SourceRoute> routes_;
+  void* copy_stream_ = nullptr;      // host-to-device copies of the staging areas
+  void* decode_stream_ = nullptr;    // device units, batched decoders, statuses back
+  void* assemble_stream_ = nullptr;  // fallback copies, assembly, unit frees
+  StagingSlots slots_;
+  std::vector<std::unique_ptr<SlotGpu>> slot_gpu_;
   // Device unit cache (LRU, most recent first).
   const std::uint64_t cache_capacity_;
   std::uint64_t cache_bytes_ = 0;
   using Lru = std::list<std::pair<std::string, std::shared_ptr<DeviceUnit>>>;
   Lru lru_;
   std::unordered_map<std::string, Lru::iterator> index_;
-  // Grow-only buffers reused batch after batch.
-  void* host_stage_ = nullptr;  std::size_t host_stage_cap_ = 0;
-  void* dev_stage_ = nullptr;   std::size_t dev_stage_cap_ = 0;
-  void* host_meta_ = nullptr;   std::size_t host_meta_cap_ = 0;
-  void* dev_meta_ = nullptr;    std::size_t dev_meta_cap_ = 0;
-  void* scratch_ = nullptr;     std::size_t scratch_cap_ = 0;
-  std::uint64_t pinned_charged_ = 0;
+  // Decoder scratch, shared: decodes run one after another on the decode stream.
+  void* scratch_ = nullptr;
+  std::size_t scratch_cap_ = 0;
+  // Read buffers of the fetch threads, reused unit after unit.
+  std::mutex reads_mu_;
+  std::vector<Array::EncodedUnit> reads_;
 };
 
 }  // namespace cubestream::pipeline

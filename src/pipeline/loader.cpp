@@ -17,6 +17,7 @@
 #include "pipeline/assemble.hpp"
 #include "pipeline/batch_plan.hpp"
 #include "pipeline/buffer_pool.hpp"
+#include "pipeline/flight_queue.hpp"
 #include "pipeline/gpu_stage.hpp"
 #include "pipeline/memory_budget.hpp"
 #include "pipeline/trace.hpp"
@@ -27,6 +28,9 @@ namespace cubestream {
 namespace {
 
 constexpr std::uint64_t kDefaultMemoryLimit = std::uint64_t{4} << 30;
+// Batches of the GPU decode path in flight at once (each with a staging slot): one fetching
+// on the host, one copying, one decoding. Also bounded by prefetch and the memory limit.
+constexpr std::size_t kGpuMaxInFlight = 3;
 constexpr std::size_t kAlign = 256;
 
 [[noreturn]] void refuse(const std::string& why) { throw Error(ErrorCode::kInvalidArgument, "loader: " + why); }
@@ -106,12 +110,24 @@ struct Loader::Impl {
     if (copy_stream) cuda::destroy_stream(copy_stream, cfg.device_index);
   }
 
+  // A batch of the GPU path between its launch and its finish (or an end-of-epoch marker
+  // queued behind such batches: no flight).
+  struct Pending {
+    Entry entry;
+    pipeline::GpuStage::FlightPtr flight;
+    std::int64_t tb0 = 0;
+  };
+  using Flights = pipeline::FlightQueue<Pending>;
+
   void start_producer(std::int64_t epoch, std::int64_t batch);
   void setup_gpu_decode();
   void stop_producer();
   void produce(std::int64_t epoch, std::int64_t batch);
+  bool take_prefetch_slot(Flights& flights);
+  void publish(Entry&& e);
   Batch build(const EpochPlan& plan, std::int64_t index);
-  Batch build_on_gpu(Batch b, const pipeline::BatchPlan& bp, std::int64_t tb0);
+  Pending launch_on_gpu(const EpochPlan& plan, std::int64_t index, pipeline::GpuStage::FlightPtr flight);
+  void finish_on_gpu(Pending& p);
   void finish_batch(Batch& b, std::int64_t tb0);
   // [n, steps, channels, sample dims...]: the shape of a batch tensor.
   std::vector<std::int64_t> tensor_shape(std::int64_t n, std::int64_t steps) const {
@@ -262,8 +278,11 @@ void Loader::Impl::setup_gpu_decode() {
       if (end != env && *end == '\0') cache = v;
     }
   }
-  gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, copy_stream, *budget, cache,
-                                             /*gpu_zstd=*/true);
+  gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, *budget, cache, /*gpu_zstd=*/true,
+                                             kGpuMaxInFlight);
+  // Batches assembled on the GPU have no host batch buffers: the host memory of this path is
+  // the pinned staging of the batches in flight, charged as the GPU stage allocates it.
+  budget->release(static_cast<std::uint64_t>(cfg.prefetch + 1) * batch_bytes);
   decode_path = host_decoded.empty() ? "gpu" : "gpu (host-decoded: " + host_decoded + ")";
 }
 
@@ -289,51 +308,104 @@ void Loader::Impl::stop_producer() {
   budget->reset_cancel();
 }
 
+// Hands an entry to the consumer (dropped when the producer is being stopped).
+void Loader::Impl::publish(Entry&& e) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return;
+    const bool is_batch = e.kind == Entry::kBatch;
+    ready.push_back(std::move(e));
+    if (is_batch) {
+      std::uint64_t depth = 0;
+      for (const auto& r : ready) depth += r.kind == Entry::kBatch;
+      if (depth > st_ready_max) st_ready_max = depth;
+      trace.counter("ready batches", static_cast<std::int64_t>(depth));
+    }
+  }
+  cv.notify_all();
+}
+
+// A prefetch slot for the next batch (batches in flight and ready ones hold one each). While
+// none is free and batches are in flight, the oldest is finished: that hands it over. False
+// when the producer is being stopped.
+bool Loader::Impl::take_prefetch_slot(Flights& flights) {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (stopping) return false;
+      if (slots_used < cfg.prefetch) {
+        ++slots_used;
+        return true;
+      }
+      if (flights.empty() || flights.broken()) {
+        cv.wait(lock, [&] { return stopping || slots_used < cfg.prefetch; });
+        continue;
+      }
+    }
+    flights.retire_oldest();
+  }
+}
+
 void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
+  // GPU decode: batches are launched without waiting for the GPU and finished in order
+  // (statuses checked, assembly queued) once their decode is done, or when their slot is
+  // needed. The CPU path builds each batch completely and publishes it at once.
+  Flights flights(Flights::Hooks{
+      [this](Pending& p) { return !p.flight || gpu->done(*p.flight); },
+      [this](Pending& p) {
+        if (p.flight) finish_on_gpu(p);
+      },
+      [this](Pending&& p) { publish(std::move(p.entry)); }});
   try {
     for (;;) {
       const EpochPlan plan = sampler.epoch(epoch);
       for (; batch < plan.len(); ++batch) {
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] { return stopping || slots_used < cfg.prefetch; });
-          if (stopping) return;
-          ++slots_used;
+        if (!take_prefetch_slot(flights)) return;
+        if (gpu) {
+          pipeline::GpuStage::FlightPtr f;
+          while (!(f = gpu->open())) {
+            if (!flights.retire_oldest()) throw Error(ErrorCode::kInternal, "loader: no staging slot and no batch in flight");
+          }
+          flights.push(launch_on_gpu(plan, batch, std::move(f)));
+          flights.retire_done();
+        } else {
+          Entry e;
+          e.batch = build(plan, batch);
+          e.epoch = epoch;
+          publish(std::move(e));
         }
-        Entry e;
-        e.batch = build(plan, batch);
-        e.epoch = epoch;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (stopping) return;
-          ready.push_back(std::move(e));
-          std::uint64_t depth = 0;
-          for (const auto& r : ready) depth += r.kind == Entry::kBatch;
-          if (depth > st_ready_max) st_ready_max = depth;
-          trace.counter("ready batches", static_cast<std::int64_t>(depth));
-        }
-        cv.notify_all();
       }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (stopping) return;
-        Entry end;
-        end.kind = Entry::kEnd;
-        end.epoch = epoch;
-        ready.push_back(std::move(end));
+      Entry end;
+      end.kind = Entry::kEnd;
+      end.epoch = epoch;
+      if (flights.empty()) {
+        publish(std::move(end));
+      } else {
+        Pending p;
+        p.entry = std::move(end);
+        flights.push(std::move(p));
+        flights.retire_done();
       }
-      cv.notify_all();
       ++epoch;
       batch = 0;
     }
   } catch (...) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (stopping) return;
+    std::exception_ptr error = std::current_exception();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stopping) return;
+    }
+    // Batches launched before the failing one are handed over first, as an unpipelined
+    // producer would have (unless the failure was one of theirs: the queue is then broken).
+    try {
+      flights.retire_all();
+    } catch (...) {
+      error = std::current_exception();
+    }
     Entry err;
     err.kind = Entry::kError;
-    err.error = std::current_exception();
-    ready.push_back(std::move(err));
-    cv.notify_all();
+    err.error = error;
+    publish(std::move(err));
   }
 }
 
@@ -422,7 +494,6 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
     trace.record("plan", tb0, tb1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
 
-  if (gpu) return build_on_gpu(std::move(b), bp, tb0);
   pipeline::PoolBlock hb = host_pool->take();
   if (hb.event_pending) {
     cuda::event_synchronize(hb.event);  // its previous copy to the GPU has finished
@@ -513,38 +584,75 @@ void Loader::Impl::finish_batch(Batch& b, std::int64_t tb0) {
   if (trace.enabled()) trace.record("batch", tb0, pipeline::now_ns(), "batch " + std::to_string(b.index));
 }
 
-// The GPU-native path: units decoded on the GPU, the batch assembled there.
-Batch Loader::Impl::build_on_gpu(Batch b, const pipeline::BatchPlan& bp, std::int64_t tb0) {
-  const auto n = static_cast<std::int64_t>(b.samples.size());
-  pipeline::PoolBlock db = device_pool->take();
-  if (db.event_pending) {
-    cuda::stream_wait_event(copy_stream, db.event, cfg.device_index);
-    db.event_pending = false;
+// The GPU-native path, first half: plan, fetch into the flight's staging slot, launch the
+// copy and the decoders. Returns without waiting for the GPU.
+Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::int64_t index,
+                                                  pipeline::GpuStage::FlightPtr flight) {
+  Pending p;
+  p.tb0 = pipeline::now_ns();
+  p.flight = std::move(flight);
+  Batch& b = p.entry.batch;
+  b.epoch = plan.epoch();
+  b.index = index;
+  b.samples = plan.batch(index);
+  p.entry.epoch = plan.epoch();
+  pipeline::BatchPlan bp = planner.plan(b.samples);
+  const std::int64_t t1 = pipeline::now_ns();
+  if (trace.enabled()) {
+    trace.record("plan", p.tb0, t1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
-  std::shared_ptr<TensorStorage> dev = device_pool->wrap(db);
-  auto* dbase = static_cast<std::uint8_t*>(db.data);
-  const auto nt = static_cast<std::int64_t>(sampler.target_regions(b.samples.front()).size());
   pipeline::GpuStageStats gs;
   {
-    pipeline::NvtxRange r("cubestream gpu decode+assemble");
-    const std::int64_t t0 = pipeline::now_ns();
-    gpu->run(bp, dbase, nt > 0 ? dbase + tgt_offset : nullptr, ThreadPool::shared(threads), threads, gs);
-    if (trace.enabled()) trace.record("gpu fetch+decode+assemble (enqueue)", t0, pipeline::now_ns());
+    pipeline::NvtxRange r("cubestream gpu fetch");
+    gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, gs);
+  }
+  const std::int64_t t2 = pipeline::now_ns();
+  {
+    pipeline::NvtxRange r("cubestream gpu launch");
+    gpu->launch(*p.flight, gs);
+  }
+  const std::int64_t t3 = pipeline::now_ns();
+  if (trace.enabled()) {
+    trace.record("gpu fetch", t1, t2, "batch " + std::to_string(index));
+    trace.record("gpu launch (enqueue)", t2, t3, "batch " + std::to_string(index));
   }
   st_units += gs.units;
   st_missing += gs.missing;
   st_hits += gs.hits;
   st_fetched += gs.bytes_fetched;
   st_decoded += gs.bytes_decoded;
-  st_gpu_decoded += gs.gpu_decoded;
-  st_gpu_fallback += gs.fallbacks;
   ns_fetch += gs.ns_fetch;
   ns_decode += gs.ns_decode;
-  ns_assemble += gs.ns_assemble;
+  return p;
+}
+
+// Second half, in launch order: the statuses checked, the assembly queued into a device
+// batch buffer, the batch's ready event recorded after it.
+void Loader::Impl::finish_on_gpu(Pending& p) {
+  const std::int64_t t0 = pipeline::now_ns();
+  Batch& b = p.entry.batch;
+  const auto n = static_cast<std::int64_t>(b.samples.size());
+  pipeline::PoolBlock db = device_pool->take();
+  // The consumer's last use of a recycled buffer: the assembly waits for it on the GPU.
+  void* buffer_free = db.event_pending ? db.event : nullptr;
+  db.event_pending = false;
+  std::shared_ptr<TensorStorage> dev = device_pool->wrap(db);
+  auto* dbase = static_cast<std::uint8_t*>(dev->block.data);
+  const auto nt = static_cast<std::int64_t>(sampler.target_regions(b.samples.front()).size());
   void* ev = cuda::create_event(cfg.device_index);
   const int dev_index = cfg.device_index;
   b.ready_event = std::shared_ptr<void>(ev, [dev_index](void* e) { cuda::destroy_event(e, dev_index); });
-  cuda::record_event(ev, copy_stream, cfg.device_index);
+  pipeline::GpuStageStats gs;
+  {
+    pipeline::NvtxRange r("cubestream gpu finish");
+    gpu->finish(*p.flight, dbase, nt > 0 ? dbase + tgt_offset : nullptr, buffer_free, ev, gs);
+  }
+  p.flight.reset();
+  st_gpu_decoded += gs.gpu_decoded;
+  st_gpu_fallback += gs.fallbacks;
+  ns_decode += gs.ns_decode;
+  ns_assemble += gs.ns_assemble;
+  if (trace.enabled()) trace.record("gpu finish (wait + enqueue)", t0, pipeline::now_ns(), "batch " + std::to_string(b.index));
   auto make = [&](void* data, std::int64_t steps) {
     Tensor t;
     t.storage = dev;
@@ -557,8 +665,7 @@ Batch Loader::Impl::build_on_gpu(Batch b, const pipeline::BatchPlan& bp, std::in
   };
   b.inputs = make(dbase, static_cast<std::int64_t>(sampler.input_regions(b.samples.front()).size()));
   if (nt > 0) b.targets = make(dbase + tgt_offset, nt);
-  finish_batch(b, tb0);
-  return b;
+  finish_batch(b, p.tb0);
 }
 
 // ---- the public face ------------------------------------------------------------------------

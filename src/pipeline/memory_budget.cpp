@@ -31,6 +31,23 @@ void MemoryBudget::acquire(std::uint64_t bytes) {
   }
 }
 
+bool MemoryBudget::try_acquire(std::uint64_t bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (int attempt = 0;; ++attempt) {
+    if (used_ + bytes <= limit_) {
+      used_ += bytes;
+      peak_ = std::max(peak_, used_);
+      return true;
+    }
+    if (attempt > 0 || !reclaim_) return false;
+    const std::uint64_t want = used_ + bytes - limit_;
+    lock.unlock();
+    const std::uint64_t freed = reclaim_(want);
+    lock.lock();
+    if (freed == 0) return false;
+  }
+}
+
 void MemoryBudget::force(std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   used_ += bytes;

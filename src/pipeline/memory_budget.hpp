@@ -21,6 +21,9 @@ class MemoryBudget {
   void set_reclaimer(std::function<std::uint64_t(std::uint64_t)> reclaim) { reclaim_ = std::move(reclaim); }
 
   void acquire(std::uint64_t bytes);
+  // Charges `bytes` if they fit under the limit (after asking the reclaimer once); never
+  // waits. For memory that only speeds things up, such as another batch in flight.
+  bool try_acquire(std::uint64_t bytes);
   // Charges without waiting. For the rare buffer larger than its reservation (an encoded
   // chunk bigger than the estimate): the overshoot is bounded by those differences.
   void force(std::uint64_t bytes);

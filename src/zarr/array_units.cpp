@@ -31,6 +31,12 @@ std::size_t Array::unit_bytes() const {
 }
 
 Array::EncodedUnit Array::fetch_unit(const std::vector<std::int64_t>& unit) const {
+  EncodedUnit out;
+  fetch_unit(unit, out);
+  return out;
+}
+
+void Array::fetch_unit(const std::vector<std::int64_t>& unit, EncodedUnit& out) const {
   const Impl& a = *impl_;
   const auto& us = unit_shape();
   Region r;
@@ -47,7 +53,10 @@ Array::EncodedUnit Array::fetch_unit(const std::vector<std::int64_t>& unit) cons
                 ErrorContext{a.store->describe(), a.path, std::nullopt});
   }
   const zarr::ReadPlan plan = zarr::plan_read(a, r, kSerial);
-  EncodedUnit out;
+  out.key.clear();
+  out.offset = 0;
+  out.missing = false;
+  out.bytes.clear();  // keeps the capacity
   out.bytes_fetched = plan.index_bytes_fetched;
   if (plan.tasks.size() != 1 || plan.tasks[0].chunks.size() != 1) {
     throw Error(ErrorCode::kInternal, "a decode unit planned as " + std::to_string(plan.tasks.size()) + " fetches",
@@ -57,15 +66,15 @@ Array::EncodedUnit Array::fetch_unit(const std::vector<std::int64_t>& unit) cons
   out.key = t.key;
   if (t.missing) {
     out.missing = true;
-    return out;
+    return;
   }
   const ByteRange range = t.whole_value ? ByteRange::all()
                                         : ByteRange{static_cast<std::int64_t>(t.offset), static_cast<std::int64_t>(t.length)};
   try {
     if (!a.store->read_into(t.key, range, out.bytes)) {
       out.missing = true;
-      out.bytes = Bytes();
-      return out;
+      out.bytes.clear();
+      return;
     }
   } catch (const Error& e) {
     throw e.with_context(a.where(t.key));
@@ -77,7 +86,6 @@ Array::EncodedUnit Array::fetch_unit(const std::vector<std::int64_t>& unit) cons
   }
   out.offset = t.whole_value ? 0 : t.offset;
   out.bytes_fetched += out.bytes.size();
-  return out;
 }
 
 void Array::decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const {

@@ -26,6 +26,7 @@ void copy_to_device_async(void*, const void*, std::size_t, void*, int) { no_cuda
 void record_event(void*, void*, int) { no_cuda(); }
 void stream_wait_event(void*, void*, int) { no_cuda(); }
 void event_synchronize(void*) { no_cuda(); }
+bool event_query(void*) { no_cuda(); }
 void copy_to_host(void*, const void*, std::size_t, int) { no_cuda(); }
 void* alloc_device_async(std::size_t, void*, int) { no_cuda(); }
 void free_device_async(void*, void*, int) noexcept {}

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "cubestream/error.hpp"
 #include "cubestream/loader.hpp"
 #include "cuda/memory.hpp"
 #include "sample/selection_test_stores.hpp"
@@ -271,6 +272,117 @@ TEST(LoaderCuda, GpuZstdAndLz4DecodeEqualHostDecode) {
     Loader autol(ConcatenatedTime(Dataset::open(k.store)), a);
     ASSERT_TRUE(autol.next());
     EXPECT_GT(autol.stats().units_gpu_decoded, 0u) << autol.stats().decode_path;
+  }
+}
+
+// Several batches in flight on the GPU decode path (fetch of one while earlier ones copy and
+// decode): with up to 3 in flight, with prefetch 1 (one at a time) and with a memory limit that
+// leaves room for a single staging slot, every batch equals the host path's, in order, also
+// after set_epoch() and load_state() drop batches still in flight.
+TEST(LoaderCuda, BatchesInFlightKeepOrderAndContentThroughRestarts) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto s = std::make_shared<MemoryStore>("lz4_flight");
+  s->set(".zgroup", R"({"zarr_format": 2})");
+  put_compressed(*s, "c", "lz4", 40, 32, 48, 1, 32, 48, 5);
+  put_compressed(*s, "d", "lz4", 40, 32, 48, 2, 16, 24, 6);
+  struct Case {
+    int prefetch;
+    std::uint64_t memory_limit;  // 0: default
+  };
+  for (const Case k : {Case{3, 0}, Case{1, 0}, Case{3, 1}}) {
+    LoaderConfig c;
+    c.selection.variables = {"c", "d"};
+    c.sampler.window = ForecastWindow{"time", {-1, 0}, {1}};
+    c.sampler.shuffle = ShuffleMode::kSample;
+    c.sampler.seed = 9;
+    c.sampler.batch_size = 2;
+    c.threads = 3;
+    c.prefetch = k.prefetch;
+    c.device = DeviceKind::kCuda;
+    c.gpu_cache_bytes = 48 * 32 * 4 * 6;  // a few units: most batches decode again
+    LoaderConfig h = c;
+    h.decode = DecodeBackend::kCpu;
+    c.decode = DecodeBackend::kGpu;
+    if (k.memory_limit) {
+      // The smallest limit the constructor takes, plus a little: one staging slot fits.
+      const std::uint64_t batch = 2 * (2 + 1) * 2 * 32 * 48 * 4;
+      const std::uint64_t task = 2 * 32 * 48 * 4 + 32 * 48 * 4 / 64 + (64u << 10);
+      c.memory_limit = static_cast<std::uint64_t>(c.prefetch + 1) * batch + 3 * task + 8000;
+    }
+    Loader gpu(ConcatenatedTime(Dataset::open(s)), c);
+    Loader host(ConcatenatedTime(Dataset::open(s)), h);
+    auto same = [&](int n, const std::string& what) {
+      for (int i = 0; i < n; ++i) {
+        auto a = host.next();
+        auto b = gpu.next();
+        ASSERT_EQ(a.has_value(), b.has_value()) << what << " " << i;
+        if (!a) continue;
+        ASSERT_EQ(a->epoch, b->epoch);
+        ASSERT_EQ(a->index, b->index) << what;
+        ASSERT_EQ(a->samples, b->samples) << what;
+        b->synchronize();
+        a->synchronize();
+        ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << what << " batch " << i;
+        ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << what << " batch " << i;
+      }
+    };
+    const int per_epoch = static_cast<int>(gpu.len()) + 1;  // with the end marker
+    same(per_epoch + 5, "epoch 0 and into 1, prefetch " + std::to_string(k.prefetch));
+    // Restarting drops what is in flight; its units must not be served from the cache unchecked.
+    gpu.set_epoch(3);
+    host.set_epoch(3);
+    same(7, "after set_epoch");
+    const SamplerState st = host.state();
+    gpu.load_state(st);
+    host.load_state(st);
+    same(per_epoch + 2, "after load_state");
+    const LoaderStats gs = gpu.stats();
+    EXPECT_EQ(gs.decode_path, "gpu");
+    EXPECT_GT(gs.units_gpu_decoded, 0u);
+    EXPECT_EQ(gs.units_gpu_fallback, 0u);
+  }
+}
+
+// A corrupt chunk met by the GPU decoder with later batches already in flight: the batches
+// before it arrive, then the error with the key; none after it. Restarting meets the same
+// error again (the bad unit was not kept in the device cache as decoded).
+TEST(LoaderCuda, GpuDecodeErrorArrivesInOrderAndIsNotCached) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto s = std::make_shared<MemoryStore>("lz4_bad");
+  s->set(".zgroup", R"({"zarr_format": 2})");
+  put_compressed(*s, "c", "lz4", 16, 32, 48, 1, 32, 48, 7);
+  // A plausible header (the right decoded size), then bytes that are no LZ4 block.
+  Bytes bad(600);
+  const std::uint32_t n = 32 * 48 * 4;
+  std::memcpy(bad.data(), &n, 4);
+  for (std::size_t i = 4; i < bad.size(); ++i) bad[i] = static_cast<std::uint8_t>(0xF0 | (i * 7 % 16));
+  s->set("c/9.0.0", std::move(bad));
+  LoaderConfig c;
+  c.selection.variables = {"c"};
+  c.sampler.window = ForecastWindow{"time", {0}, {1}};
+  c.sampler.shuffle = ShuffleMode::kNone;
+  c.sampler.batch_size = 1;
+  c.threads = 2;
+  c.prefetch = 3;
+  c.device = DeviceKind::kCuda;
+  c.decode = DecodeBackend::kGpu;
+  Loader l(ConcatenatedTime(Dataset::open(s)), c);
+  for (int round = 0; round < 2; ++round) {
+    int delivered = 0;
+    try {
+      while (auto b = l.next()) {
+        b->synchronize();
+        EXPECT_EQ(b->index, delivered);
+        ++delivered;
+      }
+      FAIL() << "the corrupt chunk went unnoticed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("c/9.0.0"), std::string::npos) << e.what();
+    }
+    // Anchors 0..7 read time steps 0..8; anchor 8 needs step 9 as its target.
+    EXPECT_EQ(delivered, 8) << "round " << round;
+    EXPECT_THROW(l.next(), Error);  // sticky until restarted
+    l.set_epoch(0);
   }
 }
 
