@@ -48,10 +48,14 @@ class CurlTransport final : public Transport {
     curl_share_cleanup(share_);
   }
 
-  Response perform(const Request& request) override {
+  using Transport::perform;
+
+  Response perform(const Request& request, Bytes body_buffer) override {
     Handle handle(*this);
     CURL* h = handle.get();
     Response response;
+    response.body = std::move(body_buffer);
+    response.body.clear();  // keeps the capacity: the body is received into that memory
     char errbuf[CURL_ERROR_SIZE] = {0};
     std::string method = request.method;
 
