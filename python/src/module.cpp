@@ -100,6 +100,21 @@ py::object cf_time_to_python(const std::vector<CFDateTime>& t) {
   return std::move(out);
 }
 
+// Store.get / get_range: the store reads into a buffer kept per thread (Store::read_into), which
+// is then copied into the returned bytes. A fresh buffer per call would be written page by page
+// into new memory: a page fault per 4 KiB of every value, most of the time of a GET on loopback.
+py::object read_bytes(const Store& s, const std::string& key, ByteRange range) {
+  thread_local Bytes buffer;
+  struct Trim {
+    ~Trim() {
+      constexpr std::size_t kKeepBytes = std::size_t{64} << 20;  // do not hold on to huge values
+      if (buffer.capacity() > kKeepBytes) Bytes().swap(buffer);
+    }
+  } trim;
+  if (!s.read_into(key, range, buffer)) return py::none();
+  return py::bytes(reinterpret_cast<const char*>(buffer.data()), buffer.size());
+}
+
 }  // namespace
 
 void bind_loader(py::module_& m);  // loader_binding.cpp
@@ -126,15 +141,9 @@ PYBIND11_MODULE(_cubestream, m) {
 
   py::class_<Store, std::shared_ptr<Store>>(m, "Store")
       .def("describe", &Store::describe)
-      .def("get", [](const Store& s, const std::string& key) -> py::object {
-        auto v = s.get(key);
-        if (!v) return py::none();
-        return py::bytes(reinterpret_cast<const char*>(v->data()), v->size());
-      })
-      .def("get_range", [](const Store& s, const std::string& key, std::int64_t offset, std::int64_t length) -> py::object {
-        auto v = s.get_range(key, ByteRange{offset, length});
-        if (!v) return py::none();
-        return py::bytes(reinterpret_cast<const char*>(v->data()), v->size());
+      .def("get", [](const Store& s, const std::string& key) { return read_bytes(s, key, ByteRange::all()); })
+      .def("get_range", [](const Store& s, const std::string& key, std::int64_t offset, std::int64_t length) {
+        return read_bytes(s, key, ByteRange{offset, length});
       }, py::arg("key"), py::arg("offset"), py::arg("length") = -1)
       .def("size", &Store::size)
       .def("list_dir", &Store::list_dir, py::arg("prefix") = "")

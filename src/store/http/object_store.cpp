@@ -97,11 +97,13 @@ Error ObjectStore::status_error(const Response& response, std::string_view metho
 }
 
 Response ObjectStore::execute(std::string_view method, std::string_view key, const HeaderList& extra,
-                              std::string_view query, const Check& check, std::optional<std::uint64_t> offset) const {
+                              std::string_view query, const Check& check, std::optional<std::uint64_t> offset,
+                              Bytes* body_buffer) const {
   const int attempts = settings_.retries + 1;
   std::string last;
   for (int attempt = 0; attempt < attempts; ++attempt) {
-    Response r = transport_->perform(build_request(method, key, extra, query));
+    Response r = transport_->perform(build_request(method, key, extra, query),
+                                     body_buffer ? std::move(*body_buffer) : Bytes{});
     long retry_after_ms = 0;
     if (!r.transport_error.empty()) {
       last = "transport error: " + r.transport_error;
@@ -120,6 +122,7 @@ Response ObjectStore::execute(std::string_view method, std::string_view key, con
       if (why.empty()) return r;
       last = why;
     }
+    if (body_buffer) *body_buffer = std::move(r.body);  // the next attempt reuses its memory
     if (attempt + 1 == attempts) break;
     long delay = backoff_ms(settings_, attempt, random_unit());
     delay = std::max(delay, std::min(retry_after_ms, settings_.backoff_max_ms));
@@ -134,50 +137,60 @@ Response ObjectStore::execute(std::string_view method, std::string_view key, con
 std::optional<Bytes> ObjectStore::get(std::string_view key) const { return get_range(key, ByteRange::all()); }
 
 std::optional<Bytes> ObjectStore::get_range(std::string_view key, ByteRange range) const {
+  Bytes out;
+  if (!read_into(key, range, out)) return std::nullopt;
+  return out;
+}
+
+bool ObjectStore::read_into(std::string_view key, ByteRange range, Bytes& out) const {
   validate_key(key, describe());
   if (range.length == 0 && range.offset >= 0) {
     // No HTTP spelling for an empty range: check that the key exists and the offset is inside.
     auto n = size(key);
-    if (!n) return std::nullopt;
+    if (!n) return false;
     store_detail::resolve_range(range, *n, describe(), key);
-    return Bytes{};
+    out.clear();
+    return true;
   }
-  return ranged_get(key, range);
+  return ranged_get(key, range, out);
 }
 
-std::optional<Bytes> ObjectStore::ranged_get(std::string_view key, ByteRange range) const {
+bool ObjectStore::ranged_get(std::string_view key, ByteRange range, Bytes& out) const {
   const HeaderList extra = {{"Range", range_header(range)}};
-  std::optional<Bytes> result;
-  bool probe_empty = false;
-  execute("GET", key, extra, "", [&](Response& r) -> std::string {
+  enum class Outcome { kBytes, kMissing, kEmptyProbe } outcome = Outcome::kMissing;
+  Response last = execute("GET", key, extra, "", [&](Response& r) -> std::string {
     if (r.status == 404) {
       on_not_found(r, key);
-      result.reset();
+      outcome = Outcome::kMissing;
       return "";
     }
     if (r.status == 200 || r.status == 206 || r.status == 416) {
-      auto out = take_range(range, std::move(r), describe(), key);
-      if (out.kind == RangeOutcome::kRetry) return out.why;
-      if (out.kind == RangeOutcome::kEmptyProbe) {
-        probe_empty = true;
+      auto got = take_range(range, std::move(r), describe(), key);
+      if (got.kind == RangeOutcome::kRetry) return got.why;
+      if (got.kind == RangeOutcome::kEmptyProbe) {
+        outcome = Outcome::kEmptyProbe;
         return "";
       }
-      result = std::move(out.bytes);
+      out = std::move(got.bytes);
+      outcome = Outcome::kBytes;
       return "";
     }
     throw status_error(r, "GET", key);
-  }, range.offset >= 0 ? std::optional<std::uint64_t>(range.offset) : std::nullopt);
-  if (probe_empty) {
-    // "bytes=0-" is unsatisfiable only for an empty value (RFC 7233 §2.1: a first-byte-pos at or
-    // past the length); confirm with the size rather than trust the status alone.
-    auto n = size(key);
-    if (!n) return std::nullopt;
-    if (*n != 0)
-      throw Error(ErrorCode::kIo, "server refused bytes=0- (HTTP 416) for a value of " + std::to_string(*n) + " bytes",
-                  ErrorContext{describe(), std::string(key), 0});
-    return Bytes{};
-  }
-  return result;
+  }, range.offset >= 0 ? std::optional<std::uint64_t>(range.offset) : std::nullopt, &out);
+  if (outcome == Outcome::kBytes) return true;
+  // No bytes for the caller: the answer's body (a 404 or 416 page) goes back into `out`, so
+  // that the caller keeps the memory it lent.
+  out = std::move(last.body);
+  out.clear();
+  if (outcome == Outcome::kMissing) return false;
+  // "bytes=0-" is unsatisfiable only for an empty value (RFC 7233 §2.1: a first-byte-pos at or
+  // past the length); confirm with the size rather than trust the status alone.
+  auto n = size(key);
+  if (!n) return false;
+  if (*n != 0)
+    throw Error(ErrorCode::kIo, "server refused bytes=0- (HTTP 416) for a value of " + std::to_string(*n) + " bytes",
+                ErrorContext{describe(), std::string(key), 0});
+  return true;
 }
 
 std::optional<std::vector<Bytes>> ObjectStore::get_ranges(std::string_view key,
@@ -236,8 +249,8 @@ std::optional<std::vector<Bytes>> ObjectStore::get_ranges(std::string_view key,
   std::atomic<bool> missing{false};
   run_parallel(blocks.size(), settings_.max_in_flight, [&](std::size_t bi) {
     const Block& b = blocks[bi];
-    auto data = ranged_get(key, ByteRange{static_cast<std::int64_t>(b.begin), static_cast<std::int64_t>(b.end - b.begin)});
-    if (!data) {
+    Bytes data;
+    if (!ranged_get(key, ByteRange{static_cast<std::int64_t>(b.begin), static_cast<std::int64_t>(b.end - b.begin)}, data)) {
       missing.store(true);
       return;
     }
@@ -245,7 +258,7 @@ std::optional<std::vector<Bytes>> ObjectStore::get_ranges(std::string_view key,
       const Item& it = items[k];
       if (it.length == 0) continue;
       auto off = static_cast<std::ptrdiff_t>(it.offset - b.begin);
-      out[it.index].assign(data->begin() + off, data->begin() + off + static_cast<std::ptrdiff_t>(it.length));
+      out[it.index].assign(data.begin() + off, data.begin() + off + static_cast<std::ptrdiff_t>(it.length));
     }
   });
   if (missing.load()) return std::nullopt;

@@ -26,6 +26,9 @@ class ObjectStore : public Store {
 
   std::optional<Bytes> get(std::string_view key) const override;
   std::optional<Bytes> get_range(std::string_view key, ByteRange range) const override;
+  // Receives the body straight into `out`'s memory (see Transport::perform): the reader calls
+  // this with one buffer per thread, so a whole-array read allocates no memory per request.
+  bool read_into(std::string_view key, ByteRange range, Bytes& out) const override;
   std::optional<std::vector<Bytes>> get_ranges(std::string_view key,
                                                const std::vector<ByteRange>& ranges) const override;
   std::optional<std::uint64_t> size(std::string_view key) const override;
@@ -54,15 +57,20 @@ class ObjectStore : public Store {
   // short bodies), HTTP 5xx, 429 and 408, and whatever `check` asks to retry are tried again
   // after a full-jitter backoff (a server's Retry-After is honoured up to backoff_max_ms).
   // After the last attempt: Error(kIo) naming the store, the key, the attempts and the last
-  // failure.
+  // failure. With `body_buffer`, every attempt receives its body into that buffer's memory
+  // (Transport::perform): the buffer is moved into each attempt and back after a failed one;
+  // the returned Response's body is it.
   Response execute(std::string_view method, std::string_view key, const HeaderList& extra, std::string_view query,
-                   const Check& check, std::optional<std::uint64_t> offset = std::nullopt) const;
+                   const Check& check, std::optional<std::uint64_t> offset = std::nullopt,
+                   Bytes* body_buffer = nullptr) const;
 
   // Error(kIo) for an unexpected status, with explain()'s message.
   Error status_error(const Response& response, std::string_view method, std::string_view key) const;
 
  private:
-  std::optional<Bytes> ranged_get(std::string_view key, ByteRange range) const;
+  // One ranged GET of a non-empty range into `out` (its memory reused); false when the key
+  // does not exist.
+  bool ranged_get(std::string_view key, ByteRange range, Bytes& out) const;
 
   std::shared_ptr<Transport> transport_;
   Settings settings_;

@@ -76,7 +76,13 @@ class Transport {
   virtual ~Transport() = default;
   // One attempt, no retries. Must be safe to call from many threads at once. Failures below HTTP
   // are reported in Response::transport_error, never thrown.
-  virtual Response perform(const Request& request) = 0;
+  //
+  // The response body is received into `body_buffer`'s memory (its contents are dropped, its
+  // capacity kept), and Response::body is that buffer. A caller that reads many values passes
+  // the same buffer back each time: a fresh multi-megabyte allocation per response costs a page
+  // fault for every 4 KiB page it is written to, which was most of the time of a GET on loopback.
+  virtual Response perform(const Request& request, Bytes body_buffer) = 0;
+  Response perform(const Request& request) { return perform(request, Bytes{}); }
 };
 
 // The libcurl transport: a pool of easy handles over one share handle, so that connections,

@@ -97,7 +97,8 @@ class Scripted : public Transport {
   std::deque<Response> answers;
   std::vector<Request> seen;
   std::mutex mu;
-  Response perform(const Request& r) override {
+  using Transport::perform;
+  Response perform(const Request& r, Bytes) override {
     std::lock_guard<std::mutex> lock(mu);
     seen.push_back(r);
     if (answers.empty()) return resp(500, "script ran out");

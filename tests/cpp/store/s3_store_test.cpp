@@ -132,6 +132,28 @@ TEST(S3Store, ReadsAndListsTheFixtureStoresLikeTheFileStore) {
   for (const char* v : {"CUBESTREAM_S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"}) ::unsetenv(v);
 }
 
+// Signed requests receive into the caller's buffer like plain HTTP ones (the shared
+// ObjectStore::read_into): the array reader reuses one buffer per thread for every chunk.
+TEST(S3Store, ReadIntoReceivesIntoTheCallersBuffer) {
+  REQUIRE_MOTO();
+  auto& s = server();
+  std::string value(200000, '\0');
+  for (std::size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(i * 131 % 251);
+  s.put("reuse/blob", value);
+  auto store = s.open("reuse");
+  Bytes buf;
+  buf.reserve(value.size());
+  const std::uint8_t* memory = buf.data();
+  ASSERT_TRUE(store->read_into("blob", ByteRange::all(), buf));
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), value);
+  EXPECT_EQ(buf.data(), memory);
+  ASSERT_TRUE(store->read_into("blob", {777, 5000}, buf));
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), value.substr(777, 5000));
+  EXPECT_EQ(buf.data(), memory);
+  EXPECT_FALSE(store->read_into("missing", {0, 10}, buf));
+  EXPECT_EQ(buf.data(), memory) << "a NoSuchKey answer took the caller's buffer away";
+}
+
 TEST(S3Store, CredentialsNeverAppearInErrors) {
   REQUIRE_MOTO();
   auto& s = server();

@@ -185,7 +185,8 @@ inline bool wait_for_port(int port, Child& child, std::chrono::milliseconds time
 }
 
 // nginx serving `root` on 127.0.0.1. Directories answer 404 (try_files checks files only),
-// as a key that is only a prefix holds no value.
+// as a key that is only a prefix holds no value. Its access log records, per request, nginx's
+// connection serial number, so tests can count the connections a client used.
 class Nginx {
  public:
   explicit Nginx(const fs::path& root) : root_(root) {}
@@ -206,7 +207,8 @@ class Nginx {
              << "pid " << (dir_ / "nginx.pid").string() << ";\n"
              << "events { worker_connections 512; }\n"
              << "http {\n"
-             << "  access_log off;\n"
+             << "  log_format conn '$connection $request_method $request_uri $status';\n"
+             << "  access_log " << (dir_ / "access.log").string() << " conn;\n"
              << "  default_type application/octet-stream;\n"
              << "  client_body_temp_path " << (dir_ / "body").string() << ";\n"
              << "  proxy_temp_path " << (dir_ / "proxy").string() << ";\n"
@@ -236,6 +238,29 @@ class Nginx {
 
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  struct LoggedRequest {
+    std::string connection, method, uri, status;
+  };
+  // The access log's requests whose URI starts with `uri_prefix`, once there are at least
+  // `expected` of them (nginx logs a request when it finalises it, which can be just after the
+  // client has read the last byte), or what is there when `timeout` passes.
+  std::vector<LoggedRequest> logged(const std::string& uri_prefix, std::size_t expected,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      std::vector<LoggedRequest> out;
+      std::ifstream f(dir_ / "access.log");
+      for (std::string line; std::getline(f, line);) {
+        std::istringstream words(line);
+        LoggedRequest r;
+        if (words >> r.connection >> r.method >> r.uri >> r.status && r.uri.rfind(uri_prefix, 0) == 0)
+          out.push_back(std::move(r));
+      }
+      if (out.size() >= expected || std::chrono::steady_clock::now() >= deadline) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
 
  private:
   fs::path root_, dir_;
