@@ -104,9 +104,9 @@ codecs = [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 721,
 b = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": dst + "/2m_temperature"},
              "metadata": {"shape": list(a.shape), "data_type": "float32", "chunk_grid": {"name": "regular",
              "configuration": {"chunk_shape": [64, 721, 1440]}}, "codecs": codecs}}, create=True).result()
-step = 64
-for t in range(0, a.shape[0], step):
-    b[t:t + step].write(a[t:t + step]).result()
+step, n = 64, a.shape[0]
+for t in range(0, n, step):  # one shard at a time; TensorStore does not clip slices at the edge
+    b[t:min(t + step, n)].write(a[t:min(t + step, n)]).result()
 PY
 fi
 
