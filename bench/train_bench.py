@@ -18,9 +18,10 @@ GB/s counts the float32 values the samples hold (inputs t and targets t+1: 2 x 6
 needs whole 721x1440 chunks decoded (1.27x that), and the stage table shows the bytes each
 cubestream loader actually read and decoded.
 
-The store: bench/loader_bench.py's make_store (bench/make_era5_like.py's ERA5-like 2 m
-temperature, Zarr v2, blosc-lz4 + shuffle, one 721x1440 time step per chunk, under six variable
-names), then `cubestream stats` for the normalisation (--cli). An existing complete store is
+The store: with --cli, `cubestream synth` (six ERA5-like surface variables, Zarr v2 as
+WeatherBench2 stores them: blosc-lz4 + shuffle, one 721x1440 time step per chunk); without it,
+bench/loader_bench.py's make_store (one 2 m temperature field under six names); then
+`cubestream stats` for the normalisation (--cli). An existing complete store is
 reused (a warm machine keeps /tmp).
 
 Writes to --out: train_bench.json (everything), train_bench.md (the tables), train_*.log lines
@@ -77,9 +78,17 @@ def ensure_store(a):
     import loader_bench
     if a.make_store and not store_complete(a.store, a.timesteps):
         log(f"writing the store {a.store} ({a.timesteps} time steps, six variables)")
-        loader_bench.make_store(a.store, a.timesteps)
+        if a.cli:
+            # Six distinct ERA5-like surface fields in WeatherBench2's v2 layout (one time step
+            # per chunk, blosc lz4 + byte shuffle).
+            subprocess.run([a.cli, "synth", a.store, "--variables", ",".join(loader_bench.VARS), "--times",
+                            str(a.timesteps), "--format", "2", "--overwrite", "--no-progress"], check=True)
+            generator = "cubestream synth"
+        else:
+            loader_bench.make_store(a.store, a.timesteps)
+            generator = "bench/loader_bench.py make_store"
         with open(os.path.join(a.store, ".train_bench_complete"), "w") as f:
-            json.dump({"timesteps": a.timesteps, "variables": loader_bench.VARS}, f)
+            json.dump({"timesteps": a.timesteps, "variables": loader_bench.VARS, "generator": generator}, f)
         log("store written")
     elif a.make_store:
         log(f"reusing the complete store {a.store}")

@@ -63,7 +63,9 @@
 // ---- Epochs, ranks and resuming ------------------------------------------------------------
 // next() returns the batches of the current epoch in order, then nullopt once, and moves on
 // to the next epoch (as Sampler::next_batch). set_epoch(e) and load_state() drop whatever was
-// prefetched and restart there. state() describes the batches handed out (not the ones
+// prefetched and restart there, except set_epoch(e) at the start of epoch e (nothing of it
+// handed out yet, no error pending), which keeps the batches already prepared: they are the
+// ones a restart would prepare. state() describes the batches handed out (not the ones
 // prefetched), so restoring it continues with exactly the batches an uninterrupted run gives.
 #pragma once
 

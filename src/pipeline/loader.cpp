@@ -733,6 +733,16 @@ std::optional<Batch> Loader::next() {
 
 void Loader::set_epoch(std::int64_t epoch) {
   if (epoch < 0) refuse("epoch must be >= 0, not " + std::to_string(epoch));
+  {
+    // Already at the start of that epoch (the usual loop calls set_epoch(e) right after epoch
+    // e-1 ended, and the producer prefetches across epoch ends): what is prepared is exactly
+    // what a restart would prepare again, so keep it. An error, delivered or waiting, still
+    // restarts: a transient failure gets its retry.
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    bool error_waiting = impl_->failed != nullptr;
+    for (const auto& e : impl_->ready) error_waiting = error_waiting || e.kind == Impl::Entry::kError;
+    if (!error_waiting && impl_->cur_epoch == epoch && impl_->cur_batch == 0) return;
+  }
   impl_->stop_producer();
   impl_->start_producer(epoch, 0);
 }
