@@ -1,6 +1,5 @@
 // The synthetic ERA5-like field model: determinism, GRIB packing, magnitudes, structure in
 // space and time, and compression ratios measured with libzstd and libblosc themselves.
-#include <blosc.h>
 #include <gtest/gtest.h>
 #include <zstd.h>
 
@@ -12,6 +11,10 @@
 
 #include "cubestream/error.hpp"
 #include "synth/era5_model.hpp"
+
+#ifdef CUBESTREAM_TEST_HAVE_BLOSC  // the oracle library; the GPU machine has no libblosc-dev
+#include <blosc.h>
+#endif
 
 namespace cubestream::synth {
 namespace {
@@ -196,20 +199,24 @@ TEST(SynthModel, CompressesLikeReanalysisOnTheQuarterDegreeGrid) {
     const std::size_t n = f.size() * sizeof(float);
     const std::size_t z = ZSTD_compress(out.data(), out.size(), f.data(), n, 3);
     ASSERT_FALSE(ZSTD_isError(z));
-    const int b = blosc_compress_ctx(5, BLOSC_SHUFFLE, 4, n, f.data(), out.data(), out.size(), "lz4", 0, 1);
-    ASSERT_GT(b, 0);
     EXPECT_GT(static_cast<double>(n) / z, 1.2) << m.variable(v).name;
     EXPECT_LT(static_cast<double>(n) / z, 2.2) << m.variable(v).name;
-    EXPECT_GT(static_cast<double>(n) / b, 1.4) << m.variable(v).name;
-    EXPECT_LT(static_cast<double>(n) / b, 2.3) << m.variable(v).name;
     raw += static_cast<double>(n);
     zstd += static_cast<double>(z);
+#ifdef CUBESTREAM_TEST_HAVE_BLOSC
+    const int b = blosc_compress_ctx(5, BLOSC_SHUFFLE, 4, n, f.data(), out.data(), out.size(), "lz4", 0, 1);
+    ASSERT_GT(b, 0);
+    EXPECT_GT(static_cast<double>(n) / b, 1.4) << m.variable(v).name;
+    EXPECT_LT(static_cast<double>(n) / b, 2.3) << m.variable(v).name;
     blosc += b;
+#endif
   }
   EXPECT_GT(raw / zstd, 1.5);
   EXPECT_LT(raw / zstd, 2.0);
+#ifdef CUBESTREAM_TEST_HAVE_BLOSC
   EXPECT_GT(raw / blosc, 1.5);
   EXPECT_LT(raw / blosc, 2.1);
+#endif
 }
 
 }  // namespace
