@@ -154,8 +154,8 @@ bool row_base(const std::uint8_t* src, std::size_t n, void* dst, const RowConsta
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CS_ROW_WIDE 1
-// No "fma": the ISO mode's -ffp-contract=off already forbids contraction, but without the
-// instructions there is nothing to contract into.
+// No "fma": -ffp-contract=off (CMakeLists.txt) already forbids contraction, and without the
+// instructions there is nothing to contract into even where the flag is lost.
 #define CS_TARGET_AVX2 [[gnu::target("avx2")]]
 #if defined(__clang__)
 #define CS_TARGET_AVX512 [[gnu::target("avx512f,avx512vl,avx512bw,avx512dq")]]
