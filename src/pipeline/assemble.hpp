@@ -1,11 +1,14 @@
 // The assemble stage: one decoded unit's piece into a batch tensor, with CF decoding,
 // normalisation, the NaN policy and the output dtype (the per-element rules are
 // decode_normalise's, so values equal Selection::read's bit for bit before the final cast).
+// A piece is walked row by row (dims merged where contiguous) and each row converted in one
+// fused pass (pipeline/assemble_rows.hpp).
 #pragma once
 
 #include <optional>
 
 #include "cubestream/loader.hpp"
+#include "pipeline/assemble_rows.hpp"
 #include "pipeline/batch_plan.hpp"
 
 namespace cubestream::pipeline {
@@ -14,5 +17,11 @@ namespace cubestream::pipeline {
 // the batch tensor the piece names. Thread-safe for pieces that do not overlap.
 void assemble_piece(const Piece& piece, const std::uint8_t* unit, const UnitSource& source,
                     const Normalisation& norm, std::optional<float> nan_fill, OutputDType dtype, void* tensor);
+
+// The same with the row loops of one instruction set level (one of supported_row_isas()), so
+// that tests compare the levels; the overload above takes the widest.
+void assemble_piece(const Piece& piece, const std::uint8_t* unit, const UnitSource& source,
+                    const Normalisation& norm, std::optional<float> nan_fill, OutputDType dtype, void* tensor,
+                    RowIsa isa);
 
 }  // namespace cubestream::pipeline
