@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# U-Net training with DDP on 1, 2, ... N GPUs of one machine (issue 6, multi-GPU): builds the
+# `cubestream` command and Python module, writes six ERA5-like surface variables with
+# `cubestream synth` (TIMES steps, WeatherBench2 v2 layout), computes their statistics, then runs
+# `torchrun --nproc_per_node G examples/train_unet.py` for every G in GPUS and every loader in
+# LOADERS, one after the other on the same machine, each writing its JSON to $OUT.
+#
+#   OUT=/empty/dir GPUS="1 2 4" LOADERS="cubestream-cpu cubestream-gpu" TIMES=960 bash bench/ddp_run.sh
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?set OUT}
+BUILD=build-gpu
+STORE=/tmp/cs_ddp_era5.zarr
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/ddp_run.log") 2>&1
+log() { printf '[ddp %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+EXTRA=""
+[ -d .devdeps/usr/include ] && EXTRA="-I$PWD/.devdeps/usr/include"
+log "build"; nvidia-smi --query-gpu=name --format=csv,noheader; nproc
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCMAKE_CXX_FLAGS="$EXTRA" \
+  -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$OUT/build.log" 2>&1 &&
+  ninja -C "$BUILD" cubestream_cli _cubestream >>"$OUT/build.log" 2>&1 ||
+  { log "build failed"; grep -E "error|FAILED" "$OUT/build.log" | head -20; exit 1; }
+log "store: ${TIMES:-960} steps"
+"$BUILD/cubestream" synth "$STORE" --variables 2m_temperature,10m_u_component_of_wind,10m_v_component_of_wind,mean_sea_level_pressure,total_column_water_vapour,surface_pressure \
+  --times "${TIMES:-960}" --format 2 --overwrite --no-progress | tail -2
+"$BUILD/cubestream" stats "$STORE"
+for loader in ${LOADERS:-cubestream-cpu cubestream-gpu}; do
+  for g in ${GPUS:-1 2 4}; do
+    log "$loader on $g GPU(s)"
+    PYTHONPATH=$BUILD/python timeout "${RUN_TIMEOUT:-150}" python3 -m torch.distributed.run --standalone --nproc_per_node "$g" \
+      examples/train_unet.py --store "$STORE" --loader "$loader" --epochs 2 --json "$OUT/ddp_${loader}_${g}gpu.json" 2>&1 |
+      grep -E "median of|epoch [0-9]|Error|error" | tail -5
+    log "rc=${PIPESTATUS[0]}"
+  done
+done
+python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+rows = {}
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "ddp_*gpu.json"))):
+    r = json.load(open(p))
+    rows[(r["loader"], r["world_size"])] = r
+print("| loader | GPUs | samples/s | GB/s | data wait | scaling vs 1 GPU |")
+print("|---|---|---|---|---|---|")
+for (loader, n), r in sorted(rows.items()):
+    one = rows.get((loader, 1))
+    sc = f"{r['samples_per_s'] / one['samples_per_s']:.2f}x ({r['samples_per_s'] / one['samples_per_s'] / n:.3f} of {n}x)" if one else ""
+    print(f"| {loader} | {n} | {r['samples_per_s']:.1f} | {r['gb_per_s']:.2f} | {100 * r['wait_fraction']:.2f}% | {sc} |")
+PY
+log "done"
