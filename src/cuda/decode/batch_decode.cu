@@ -50,6 +50,10 @@ unsigned persistent_blocks(Kernel kernel) {
   int dev = 0, sms = 0, per_sm = 0;
   CS_CUDA_CHECK(cudaGetDevice(&dev));
   CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  // the LZ4 kernels hold 48 KiB of shared memory per block (staging windows and output rings):
+  // ask for the largest shared-memory carveout so that 4 blocks (32 warps) fit on an SM
+  CS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     static_cast<int>(cudaSharedmemCarveoutMaxShared)));
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   return static_cast<unsigned>(std::max(1, sms) * std::max(1, std::min(per_sm, kBlocksPerSm)));
 }
@@ -77,9 +81,10 @@ __device__ DecodeStatus load_status(const DecodeStatus* status) {
 // small chunks take more of them.
 __global__ void __launch_bounds__(kThreads) lz4_batch_kernel(DeviceBatch b, unsigned long long* counter) {
   __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
+  __shared__ alignas(16) std::uint8_t rings[kWarpsPerBlock][detail::kRingBytes];
   const unsigned lane = threadIdx.x & 31u;
   for (unsigned long long i = next_item(counter, lane); i < b.num_buffers; i = next_item(counter, lane)) {
-    WarpCopier copy{lane, windows[threadIdx.x / 32]};
+    WarpCopier copy{lane, windows[threadIdx.x / 32], rings[threadIdx.x / 32]};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (lane == 0) b.status[i] = st;
   }
@@ -179,6 +184,7 @@ __device__ std::size_t owner(const unsigned long long* off, std::size_t n, unsig
 
 __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, BloscScratch s) {
   __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
+  __shared__ alignas(16) std::uint8_t rings[kWarpsPerBlock][detail::kRingBytes];
   const unsigned lane = threadIdx.x & 31u;
   const std::size_t n = b.num_buffers;
   const unsigned long long total = s.unit_off[n];
@@ -200,7 +206,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
       }
       stage = s.stage + s.stage_off[i];
     }
-    WarpCopier copy{lane, windows[threadIdx.x / 32]};
+    WarpCopier copy{lane, windows[threadIdx.x / 32], rings[threadIdx.x / 32]};
     const DecodeStatus st =
         logic::blosc_decode_unit(b.src[i], plan, w - s.unit_off[i], b.dst[i], stage, copy, lane == 0);
     if (st != DecodeStatus::kOk && lane == 0) fail(&b.status[i], st);

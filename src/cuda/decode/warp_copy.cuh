@@ -45,6 +45,12 @@ struct WarpFill {
 struct WarpCopier {
   unsigned lane;
   std::uint8_t* window;  // this warp's kWindowBytes of shared memory, 16-byte aligned
+  std::uint8_t* ring;    // this warp's kRingBytes of shared memory (warp_ring_lz4.cuh)
+
+  // Whole LZ4 blocks (numcodecs lz4, blosc streams) go through the shared-memory ring; the
+  // copies below serve raw streams, memcpyed buffers and BloscLZ.
+  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                                  std::size_t size);
 
   // The parse reads the compressed input through the shared-memory window.
   __device__ codec::logic::Lz4StagedReader<WarpFill> reader(const std::uint8_t* in, std::size_t size) {
@@ -72,5 +78,17 @@ struct WarpCopier {
     return static_cast<std::size_t>(__shfl_sync(kFullMask, static_cast<unsigned long long>(n), 0));
   }
 };
+
+}  // namespace cubestream::cuda::detail
+
+#include "cuda/decode/warp_ring_lz4.cuh"
+
+namespace cubestream::cuda::detail {
+
+__device__ inline codec::logic::DecodeStatus WarpCopier::lz4_block(const std::uint8_t* in, std::size_t in_size,
+                                                                   std::uint8_t* out, std::size_t size) {
+  WarpRingLz4 r{lane, window, ring};
+  return r.decode(in, in_size, out, size);
+}
 
 }  // namespace cubestream::cuda::detail
