@@ -10,7 +10,8 @@
 #    under compute-sanitizer memcheck;
 # 3. gpu_decode_bench of both builds (before, after; medians of CS_BENCH_REPEAT);
 # 4. Nsight Compute (ncu) of the blosc unit and unshuffle kernels of both builds on the synth
-#    fields written as the Zarr writer writes them (NCU=0 skips it).
+#    fields written as the Zarr writer writes them (NCU=0 skips it, NCU_SIDES="new" profiles
+#    only this tree).
 # Everything lands flat in $OUT (8 files at most come back from the GPU machine).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -44,7 +45,7 @@ for side in base new; do
   CS_BENCH_REPEAT=${REPEAT:-7} timeout 200 "$bin" >"$OUT/bench_$side.md" 2>&1; log "rc=$?"; cat "$OUT/bench_$side.md"
 done
 if [ "${NCU:-1}" = 1 ]; then
-  for side in base new; do
+  for side in ${NCU_SIDES:-base new}; do
     bin=$([ $side = base ] && echo "$BASE/build-base/gpu_decode_bench" || echo build-gpu/gpu_decode_bench)
     log "ncu $side"
     CS_BENCH_REPEAT=5 CS_BENCH_CASE="synth_721x1440 x256 / blosc-lz4+shuffle (writer)" timeout 150 \
