@@ -45,12 +45,6 @@ struct WarpFill {
 struct WarpCopier {
   unsigned lane;
   std::uint8_t* window;  // this warp's kWindowBytes of shared memory, 16-byte aligned
-  std::uint8_t* ring;    // this warp's kRingBytes of shared memory (warp_ring_lz4.cuh)
-
-  // Whole LZ4 blocks (numcodecs lz4, blosc streams) go through the shared-memory ring; the
-  // copies below serve raw streams, memcpyed buffers and BloscLZ.
-  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                                  std::size_t size);
 
   // The parse reads the compressed input through the shared-memory window.
   __device__ codec::logic::Lz4StagedReader<WarpFill> reader(const std::uint8_t* in, std::size_t size) {
@@ -85,10 +79,20 @@ struct WarpCopier {
 
 namespace cubestream::cuda::detail {
 
-__device__ inline codec::logic::DecodeStatus WarpCopier::lz4_block(const std::uint8_t* in, std::size_t in_size,
-                                                                   std::uint8_t* out, std::size_t size) {
-  WarpRingLz4 r{lane, window, ring};
-  return r.decode(in, in_size, out, size);
-}
+// The blosc unit kernel's copier: whole LZ4 blocks (blosc streams) go through the shared-memory
+// ring (lz4_container_block picks lz4_block when a copier has one); raw streams, memcpyed
+// buffers and BloscLZ use WarpCopier's copies. The numcodecs LZ4 kernel keeps WarpCopier alone:
+// on its literal-heavy blocks (90% literals in runs of tens to hundreds of bytes, which the
+// ring's fast path does not take) the ring measured 10-20% slower than the direct copies
+// (docs/gpu_decoders.md, version 2).
+struct WarpRingCopier : WarpCopier {
+  std::uint8_t* ring;  // this warp's kRingBytes of shared memory, 16-byte aligned
+
+  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                                  std::size_t size) {
+    WarpRingLz4 r{lane, window, ring};
+    return r.decode(in, in_size, out, size);
+  }
+};
 
 }  // namespace cubestream::cuda::detail
