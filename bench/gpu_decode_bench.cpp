@@ -4,14 +4,19 @@
 //
 //   build-gpu/gpu_decode_bench            (CUDA build only; no arguments)
 //
-// Batches (ERA5-like float32 made here: smooth fields plus noise, quantised to 16 bits, so
-// they compress ~1.5-2x like reanalysis data; nothing is read from disk):
-//   era5_4MiB   256 chunks of 4 MiB (1024 x 1024 float32)
-//   mixed       1024 chunks of 64 KiB .. 1 MiB
-// Codecs: numcodecs lz4 (4-byte size + one LZ4 block, acceleration 1), and blosc-lz4 clevel 5
+// Batches (nothing is read from disk):
+//   era5_4MiB   256 chunks of 4 MiB (1024 x 1024 float32; ERA5-like made here: smooth fields
+//               plus noise, quantised to 16 bits)
+//   mixed       1024 chunks of 64 KiB .. 1 MiB (the same kind of data)
+//   synth       256 fields of 721 x 1440 float32 (4.15 MB) from the generator behind
+//               `cubestream synth` (src/synth/era5_model.hpp: the six surface variables over
+//               time steps), i.e. the chunks of the loader and U-Net benchmarks' stores
+// Codecs: numcodecs lz4 (4-byte size + one LZ4 block, acceleration 1); blosc-lz4 clevel 5
 // with byte shuffle in numcodecs' default layout (typesize 4, 512 KiB blocks split into 4
 // streams), written by the test encoder (tests/cpp/codec/blosc_test_encoder.hpp; the GPU
-// machine has no libblosc).
+// machine has no libblosc); and "blosc-lz4+shuffle (writer)": the same settings encoded by
+// cubestream's own blosc encoder, exactly as its Zarr writer and `cubestream synth` write
+// chunks (256 KiB blocks, not split: one LZ4 stream per block holding all four byte planes).
 //
 // Per batch and codec, after checking every output byte of the GPU and of the CPU against the
 // original data:
@@ -20,6 +25,7 @@
 //   cpu         wall time of the CPU codecs (liblz4; the blosc codec = liblz4 + our unshuffle, what
 //               libblosc does) over the batch on CS_BENCH_THREADS threads (default: all cores)
 // Each the median of CS_BENCH_REPEAT runs (default 7). GB/s are decoded bytes (1e9) per second.
+// CS_BENCH_CASE=text runs only the cases whose "batch / codec" contains text (for a profiler).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -30,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -43,6 +50,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "synth/era5_model.hpp"
 
 namespace {
 
@@ -110,6 +118,16 @@ Bytes blosc_lz4_shuffle(const Bytes& src) {
   o.compressor = 1;
   o.level = -1;  // LZ4 fast
   return cs_codec_test::blosc_test_encode(src, o);
+}
+
+// The writer's encoding: the registry's blosc codec with the configuration `cubestream synth`
+// writes (the Zarr writer adds typesize from the array's dtype).
+Bytes blosc_writer(const Bytes& src) {
+  static const auto codec = std::dynamic_pointer_cast<const cubestream::codec::BytesToBytesCodec>(
+      cubestream::codec::make_codec("blosc", nlohmann::json{{"id", "blosc"}, {"cname", "lz4"}, {"clevel", 5},
+                                                            {"shuffle", 1}, {"typesize", 4}, {"blocksize", 0}}));
+  const auto e = codec->encode(cubestream::ByteView(src.data(), src.size()));
+  return Bytes(e.begin(), e.end());
 }
 
 double median(std::vector<double> v) {
@@ -264,6 +282,7 @@ int main() {
     struct Batch {
       std::string name;
       std::vector<std::size_t> sizes;
+      bool synth = false;  // fields of the synth model (sizes are then 721 x 1440 x 4)
     };
     std::vector<Batch> batches;
     batches.push_back({"era5_4MiB x256", std::vector<std::size_t>(256, std::size_t{4} << 20)});
@@ -273,6 +292,13 @@ int main() {
       for (auto& x : s) x = (std::size_t{64} << 10) + (rng() % ((std::size_t{960} << 10) / 4)) * 4;
       batches.push_back({"mixed_64KiB-1MiB x1024", s});
     }
+    batches.push_back({"synth_721x1440 x256", std::vector<std::size_t>(256, std::size_t{721} * 1440 * 4), true});
+    // six surface variables, as the loader benchmarks' stores hold (their fields compress
+    // differently: 1.5x for winds, 2.2x for pressure)
+    cubestream::synth::ModelSpec spec;
+    spec.variables = {"2m_temperature", "10m_u_component_of_wind", "10m_v_component_of_wind",
+                      "mean_sea_level_pressure", "surface_pressure", "total_column_water_vapour"};
+    std::unique_ptr<cubestream::synth::Era5Model> model;
 
     std::printf("# cubestream GPU batch decode benchmark\n\n");
     std::printf("device: %s, %d SMs, sm_%d%d; CPU threads: %d; repeats: %d (median)\n\n", prop.name,
@@ -283,12 +309,23 @@ int main() {
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
     for (const auto& batch : batches) {
+      // a filter naming a batch ("batch / codec") skips making the others' data
+      const std::string only_batch = std::getenv("CS_BENCH_CASE") ? std::getenv("CS_BENCH_CASE") : "";
+      if (only_batch.find(" / ") != std::string::npos && only_batch.rfind(batch.name, 0) != 0) continue;
       const std::size_t n = batch.sizes.size();
-      std::vector<Bytes> raw(n), lz4(n), blosc(n);
+      std::vector<Bytes> raw(n), lz4(n), blosc(n), writer(n);
+      if (batch.synth && !model) model = std::make_unique<cubestream::synth::Era5Model>(spec, threads);
       parallel_for(n, threads, [&](std::size_t i) {
-        raw[i] = era5_chunk(batch.sizes[i] / 4, static_cast<std::uint32_t>(i * 7919 + n));
+        if (batch.synth) {
+          raw[i].resize(model->field_elements() * 4);
+          const std::size_t nv = spec.variables.size();
+          model->field(i % nv, 0, static_cast<std::int64_t>(i / nv), reinterpret_cast<float*>(raw[i].data()));
+        } else {
+          raw[i] = era5_chunk(batch.sizes[i] / 4, static_cast<std::uint32_t>(i * 7919 + n));
+        }
         lz4[i] = numcodecs_lz4(raw[i]);
         blosc[i] = blosc_lz4_shuffle(raw[i]);
+        writer[i] = blosc_writer(raw[i]);
       });
       const struct {
         const char* name;
@@ -298,8 +335,11 @@ int main() {
       } cases[] = {
           {"lz4", &lz4, cuda::BatchCodec::kLz4, {{"id", "lz4"}}},
           {"blosc-lz4+shuffle", &blosc, cuda::BatchCodec::kBlosc, {{"id", "blosc"}}},
+          {"blosc-lz4+shuffle (writer)", &writer, cuda::BatchCodec::kBlosc, {{"id", "blosc"}}},
       };
+      const char* only = std::getenv("CS_BENCH_CASE");
       for (const auto& c : cases) {
+        if (only && *only && (batch.name + " / " + c.name).find(only) == std::string::npos) continue;
         const Row r = run_case(batch.name, c.name, raw, *c.enc, c.kind, c.cfg, repeat, threads);
         std::size_t enc_bytes = 0;
         for (const auto& e : *c.enc) enc_bytes += e.size();

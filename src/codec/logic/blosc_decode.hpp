@@ -140,7 +140,7 @@ CS_HD inline DecodeStatus blosc_decode_stream(std::uint8_t format, const std::ui
     return DecodeStatus::kOk;
   }
   if (format == static_cast<std::uint8_t>(BloscCompressor::kLz4)) {
-    return lz4_decode_exact_with(src, csize, dst, size, copy);
+    return lz4_container_block(src, csize, dst, size, copy);
   }
   if (format == static_cast<std::uint8_t>(BloscCompressor::kBlosclz)) {
     BlosclzResult r;

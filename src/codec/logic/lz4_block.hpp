@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "codec/logic/decode_status.hpp"
 #include "core/host_device.hpp"
@@ -200,6 +201,31 @@ CS_HD inline DecodeStatus lz4_decode_exact_with(const std::uint8_t* in, std::siz
   return produced == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }
 
+// A whole block for a container (numcodecs lz4, blosc streams): a copier that has its own
+// lz4_block(in, in_size, out, size) decodes blocks its own way (the device copier,
+// src/cuda/decode/warp_ring_lz4.cuh); any other runs lz4_decode_exact_with with its copies.
+template <class C, class = void>
+struct Lz4HasBlock {
+  static constexpr bool value = false;
+};
+template <class C>
+struct Lz4HasBlock<C, decltype(static_cast<void>(std::declval<C&>().lz4_block(
+                          static_cast<const std::uint8_t*>(nullptr), std::size_t{}, static_cast<std::uint8_t*>(nullptr),
+                          std::size_t{})))> {
+  static constexpr bool value = true;
+};
+
+CS_HD_TEMPLATE
+template <class Copier>
+CS_HD inline DecodeStatus lz4_container_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                              std::size_t size, Copier& copy) {
+  if constexpr (Lz4HasBlock<Copier>::value) {
+    return copy.lz4_block(in, in_size, out, size);
+  } else {
+    return lz4_decode_exact_with(in, in_size, out, size, copy);
+  }
+}
+
 // numcodecs lz4: u32 little-endian decoded size, then one block. The caller knows the decoded
 // size from the array's metadata (`expected`); a header that says otherwise is kWrongSize
 // before anything is decoded, a block that decodes to another size than its header kCorrupt.
@@ -211,7 +237,7 @@ CS_HD inline DecodeStatus lz4_numcodecs_decode_with(const std::uint8_t* in, std:
   const std::size_t size = static_cast<std::size_t>(in[0]) | (static_cast<std::size_t>(in[1]) << 8) |
                            (static_cast<std::size_t>(in[2]) << 16) | (static_cast<std::size_t>(in[3]) << 24);
   if (size != expected) return DecodeStatus::kWrongSize;
-  return lz4_decode_exact_with(in + kLz4NumcodecsHeader, in_size - kLz4NumcodecsHeader, out, size, copy);
+  return lz4_container_block(in + kLz4NumcodecsHeader, in_size - kLz4NumcodecsHeader, out, size, copy);
 }
 
 CS_HD inline DecodeStatus lz4_numcodecs_decode(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,

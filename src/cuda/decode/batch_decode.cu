@@ -33,6 +33,9 @@ namespace {
 
 namespace logic = codec::logic;
 using detail::WarpCopier;
+using detail::WarpRingCopier;
+// numcodecs lz4 decodes with the direct copies, blosc's LZ4 streams through the ring
+static_assert(!logic::Lz4HasBlock<WarpCopier>::value && logic::Lz4HasBlock<WarpRingCopier>::value);
 
 constexpr int kThreads = 256;                 // 8 warps per thread block
 constexpr int kWarpsPerBlock = kThreads / 32;
@@ -46,10 +49,15 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 // Thread blocks of `kernel` that the GPU holds at once: a persistent grid of that many blocks
 // takes work from a queue until the batch is done (registers decide how many fit per SM).
 template <class Kernel>
-unsigned persistent_blocks(Kernel kernel) {
+unsigned persistent_blocks(Kernel kernel, bool max_shared = false) {
   int dev = 0, sms = 0, per_sm = 0;
   CS_CUDA_CHECK(cudaGetDevice(&dev));
   CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  // the blosc unit kernel holds 48 KiB of shared memory per block (staging windows and output
+  // rings): ask for the largest shared-memory carveout so that 4 blocks (32 warps) fit on an SM
+  if (max_shared)
+    CS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       static_cast<int>(cudaSharedmemCarveoutMaxShared)));
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   return static_cast<unsigned>(std::max(1, sms) * std::max(1, std::min(per_sm, kBlocksPerSm)));
 }
@@ -179,6 +187,7 @@ __device__ std::size_t owner(const unsigned long long* off, std::size_t n, unsig
 
 __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, BloscScratch s) {
   __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
+  __shared__ alignas(16) std::uint8_t rings[kWarpsPerBlock][detail::kRingBytes];
   const unsigned lane = threadIdx.x & 31u;
   const std::size_t n = b.num_buffers;
   const unsigned long long total = s.unit_off[n];
@@ -200,7 +209,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
       }
       stage = s.stage + s.stage_off[i];
     }
-    WarpCopier copy{lane, windows[threadIdx.x / 32]};
+    WarpRingCopier copy{{lane, windows[threadIdx.x / 32]}, rings[threadIdx.x / 32]};
     const DecodeStatus st =
         logic::blosc_decode_unit(b.src[i], plan, w - s.unit_off[i], b.dst[i], stage, copy, lane == 0);
     if (st != DecodeStatus::kOk && lane == 0) fail(&b.status[i], st);
@@ -309,7 +318,7 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       blosc_scan_kernel<<<1, 1024, 0, stream>>>(s, n);
       CS_CUDA_CHECK(cudaGetLastError());
       CS_CUDA_CHECK(cudaMemsetAsync(s.next_unit, 0, sizeof *s.next_unit, stream));
-      blosc_unit_kernel<<<persistent_blocks(blosc_unit_kernel), kThreads, 0, stream>>>(batch, s);
+      blosc_unit_kernel<<<persistent_blocks(blosc_unit_kernel, true), kThreads, 0, stream>>>(batch, s);
       CS_CUDA_CHECK(cudaGetLastError());
       blosc_unshuffle_kernel<<<persistent_blocks(blosc_unshuffle_kernel), kThreads, 0, stream>>>(batch, s);
       CS_CUDA_CHECK(cudaGetLastError());

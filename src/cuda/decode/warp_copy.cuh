@@ -74,3 +74,25 @@ struct WarpCopier {
 };
 
 }  // namespace cubestream::cuda::detail
+
+#include "cuda/decode/warp_ring_lz4.cuh"
+
+namespace cubestream::cuda::detail {
+
+// The blosc unit kernel's copier: whole LZ4 blocks (blosc streams) go through the shared-memory
+// ring (lz4_container_block picks lz4_block when a copier has one); raw streams, memcpyed
+// buffers and BloscLZ use WarpCopier's copies. The numcodecs LZ4 kernel keeps WarpCopier alone:
+// on its literal-heavy blocks (90% literals in runs of tens to hundreds of bytes, which the
+// ring's fast path does not take) the ring measured 10-20% slower than the direct copies
+// (docs/gpu_decoders.md, version 2).
+struct WarpRingCopier : WarpCopier {
+  std::uint8_t* ring;  // this warp's kRingBytes of shared memory, 16-byte aligned
+
+  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                                  std::size_t size) {
+    WarpRingLz4 r{lane, window, ring};
+    return r.decode(in, in_size, out, size);
+  }
+};
+
+}  // namespace cubestream::cuda::detail

@@ -241,6 +241,66 @@ TEST(GpuBatch, Lz4DamagedBuffersGetStatusesAndStayInBounds) {
   }
 }
 
+// Data that drives every path of the device's LZ4 block decoder (cuda/decode/warp_ring_lz4.cuh):
+// matches within its 4 KiB shared-memory ring (offsets 1-31, 32-2048, overlapping or not),
+// far matches (offsets 2049-65535, overlapping ones longer than their offset), literal runs
+// longer than half the ring, and matches longer than the ring.
+Buf ring_paths_data(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  Buf b;
+  b.reserve(n + 70000);
+  while (b.size() < n) {
+    const unsigned kind = rng() % 6;
+    if (kind == 0 || b.size() < 16) {  // literals, sometimes a long run
+      const std::size_t len = rng() % 4 == 0 ? 2000 + rng() % 6000 : 1 + rng() % 40;
+      for (std::size_t k = 0; k < len; ++k) b.push_back(static_cast<std::uint8_t>(rng()));
+    } else {
+      static const std::size_t offsets[] = {1, 2, 3, 7, 31, 32, 33, 100, 1440, 2047, 2048, 2049, 3001, 4096, 4994, 40000};
+      std::size_t off = offsets[rng() % std::size(offsets)];
+      if (off > b.size()) off = b.size();
+      const std::size_t len = kind == 5 ? 3000 + rng() % 20000 : 4 + rng() % 300;
+      for (std::size_t k = 0; k < len; ++k) b.push_back(b[b.size() - off]);
+    }
+  }
+  b.resize(n);
+  return b;
+}
+
+TEST(GpuBatch, RingDecoderPathsMatchTheCpu) {
+  REQUIRE_GPU();
+  // numcodecs lz4 (one block per buffer) and the Zarr writer's blosc (256 KiB blocks, one
+  // stream each, byte shuffle): the same data through both containers, at odd input offsets
+  auto writer = make_b2b("blosc", nlohmann::json{{"cname", "lz4"}, {"clevel", 5}, {"shuffle", 1}, {"typesize", 4}});
+  std::vector<Buf> data;
+  for (std::uint32_t i = 0; i < 24; ++i) {
+    const std::size_t n = i % 3 == 0 ? 1000003 : i % 3 == 1 ? 262144 + 13 * i : 5000 + 777 * i;
+    data.push_back(i % 4 == 3 ? quantised_bytes(n) : ring_paths_data(n, 100 + i));
+    data.back().resize(n);
+  }
+  for (int codec = 0; codec < 2; ++codec) {
+    std::vector<Buf> enc;
+    std::vector<std::size_t> sizes;
+    for (const Buf& d : data) {
+      if (codec == 0) {
+        enc.push_back(numcodecs_lz4(d, 0));
+      } else {
+        const auto e = writer->encode(cubestream::ByteView(d.data(), d.size()));
+        enc.emplace_back(e.begin(), e.end());
+      }
+      sizes.push_back(d.size());
+    }
+    for (std::size_t skew : {std::size_t{0}, std::size_t{5}}) {
+      Batch b(enc, sizes, skew);
+      b.decode(codec == 0 ? cuda::BatchCodec::kLz4 : cuda::BatchCodec::kBlosc);
+      const auto st = b.statuses();
+      for (std::size_t i = 0; i < data.size(); ++i) {
+        ASSERT_EQ(st[i], DecodeStatus::kOk) << "codec " << codec << " buffer " << i << ": " << logic::decode_status_name(st[i]);
+        ASSERT_TRUE(b.output(i) == data[i]) << "codec " << codec << " buffer " << i;
+      }
+    }
+  }
+}
+
 std::vector<BloscEncodeOptions> blosc_layouts() {
   std::vector<BloscEncodeOptions> v;
   for (int shuffle = 0; shuffle <= 2; ++shuffle)

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The GPU-machine session for the LZ4/blosc decoder work (issue 4): the previous decoder (the
+# checkout at $BASE, built with this tree's bench/gpu_decode_bench.cpp so that both run the
+# same cases) against this tree, in one run:
+#
+#     OUT=/some/empty/dir BASE=/path/to/previous/tree bash bench/gpu_blosc_ab.sh
+#
+# 1. builds both (in parallel: build-base/ in $BASE, build-gpu/ here);
+# 2. this tree's GPU decoder tests and the shared logic's host tests, then the GPU suites
+#    under compute-sanitizer memcheck;
+# 3. gpu_decode_bench of both builds (before, after; medians of CS_BENCH_REPEAT);
+# 4. Nsight Compute (ncu) of the blosc unit and unshuffle kernels of both builds on the synth
+#    fields written as the Zarr writer writes them (NCU=0 skips it, NCU_SIDES="new" profiles
+#    only this tree).
+# Everything lands flat in $OUT (8 files at most come back from the GPU machine).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?set OUT}
+BASE=${BASE:?set BASE to the previous tree}
+HERE=$PWD
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/session.log") 2>&1
+log() { printf '[gpu_blosc_ab %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+log "env"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; nproc
+cp bench/gpu_decode_bench.cpp "$BASE/bench/gpu_decode_bench.cpp"
+conf() { cmake -S "$1" -B "$1/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF; }
+log "build (both trees)"
+( conf "$BASE" build-base && ninja -C "$BASE/build-base" -j12 gpu_decode_bench ) >"$OUT/build.log" 2>&1 &
+pb=$!
+( conf "$HERE" build-gpu && ninja -C "$HERE/build-gpu" -j12 cubestream_tests gpu_decode_bench ) >"$OUT/build_new.log" 2>&1
+rn=$?; wait $pb; rb=$?
+cat "$OUT/build_new.log" >>"$OUT/build.log"; rm -f "$OUT/build_new.log"
+log "build rc: base=$rb new=$rn"; [ $rb -eq 0 ] && [ $rn -eq 0 ] || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
+grep -E "registers|smem" "$OUT/build.log" | head -4
+log "gtest (GPU decoder suites + shared logic)"
+timeout 240 build-gpu/tests/cubestream_tests --gtest_filter='GpuBatch*:Lz4*:Blosc*' >"$OUT/gtest.log" 2>&1
+log "gtest rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gtest.log" | head -20
+log "memcheck (GPU batch suites)"
+timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/cubestream_tests \
+  --gtest_filter='GpuBatch*' >"$OUT/memcheck.log" 2>&1
+log "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | head -5
+for side in base new; do
+  bin=$([ $side = base ] && echo "$BASE/build-base/gpu_decode_bench" || echo build-gpu/gpu_decode_bench)
+  log "bench $side"
+  CS_BENCH_REPEAT=${REPEAT:-7} timeout 200 "$bin" >"$OUT/bench_$side.md" 2>&1; log "rc=$?"; cat "$OUT/bench_$side.md"
+done
+if [ "${NCU:-1}" = 1 ]; then
+  for side in ${NCU_SIDES:-base new}; do
+    bin=$([ $side = base ] && echo "$BASE/build-base/gpu_decode_bench" || echo build-gpu/gpu_decode_bench)
+    log "ncu $side"
+    CS_BENCH_REPEAT=5 CS_BENCH_CASE="synth_721x1440 x256 / blosc-lz4+shuffle (writer)" timeout 150 \
+      ncu -k regex:'blosc_unit_kernel|blosc_unshuffle_kernel' --launch-count 2 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      "$bin" >"$OUT/ncu_$side.txt" 2>&1
+    log "rc=$?"; grep -E "blosc_|Duration|Achieved Occupancy|Registers Per|Memory Throughput|DRAM Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued" "$OUT/ncu_$side.txt" | head -40
+  done
+fi
+log "done"
