@@ -33,7 +33,8 @@ void usage(std::FILE* to) {
                "  synth DST [--grid 0.25|1.5] [--times N | --size 10G] [--format 2|3] [--seed 0]\n"
                "                              write a synthetic ERA5-like store (WeatherBench2 layout,\n"
                "                              GRIB-quantised float32; cubestream synth --help)\n"
-               "  info                        version, build features and visible GPUs\n");
+               "  info [PATH]                 version, build features, visible GPUs, and how files\n"
+               "                              under PATH are read (engine, depth, pieces and why)\n");
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ class FileStore final : public store_detail::LocalFileStore {
     std::string why;
     engine_ = store_detail::engine_for(settings_, &why, probe);
     io_line_ = why + "; O_DIRECT " + store_detail::to_string(settings_.direct);
+    if (!settings_.tuning.empty()) io_line_ += "; " + settings_.tuning;
   }
 
   std::string describe() const override { return "file://" + root_; }
@@ -354,7 +355,7 @@ std::shared_ptr<WritableStore> open_writable_file_store(const std::string& root)
     throw Error(ErrorCode::kIo, "cannot create the directory: " + ec.message(), ErrorContext{"file://" + root, {}, std::nullopt});
   }
   return std::make_shared<FileStore>(std::filesystem::absolute(root).lexically_normal().string(),
-                                     store_detail::IoSettings::from_env(), nullptr);
+                                     store_detail::IoSettings::for_path(root), nullptr);
 }
 
 std::shared_ptr<store_detail::LocalFileStore> store_detail::open_local_file_store(const std::string& root,
@@ -368,7 +369,10 @@ std::shared_ptr<store_detail::LocalFileStore> store_detail::open_local_file_stor
 }
 
 std::shared_ptr<Store> open_file_store(const std::string& root) {
-  return store_detail::open_local_file_store(root, store_detail::IoSettings::from_env());
+  // The store's directory decides the block device whose facts choose O_DIRECT depth and
+  // piece size (a store spanning several file systems through links is read with the
+  // choice made for its root).
+  return store_detail::open_local_file_store(root, store_detail::IoSettings::for_path(root));
 }
 
 }  // namespace cubestream

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cubestream/error.hpp"
+#include "store/file/device_tuning.hpp"
 
 namespace cubestream::store_detail {
 
@@ -21,16 +22,18 @@ const char* env(const char* name) {
   throw Error(ErrorCode::kInvalidArgument, std::string(name) + "='" + value + "' is not " + want);
 }
 
+// Returns whether NAME was set (and valid).
 template <class T>
-void read_int(const char* name, T& into, long long min, long long max) {
+bool read_int(const char* name, T& into, long long min, long long max) {
   const char* v = env(name);
-  if (!v) return;
+  if (!v) return false;
   errno = 0;
   char* end = nullptr;
   long long x = std::strtoll(v, &end, 10);
   if (errno != 0 || *end != '\0' || x < min || x > max)
     bad(name, v, "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   into = static_cast<T>(x);
+  return true;
 }
 
 // Reads NAME as one of `choices` (case-sensitive, as documented); returns its index.
@@ -55,8 +58,8 @@ IoSettings IoSettings::from_env() {
   IoSettings s;
   read_choice("CUBESTREAM_IO_ENGINE", s.engine, {"auto", "pread", "io_uring"},
               {IoEngineKind::kAuto, IoEngineKind::kPread, IoEngineKind::kIoUring});
-  read_int("CUBESTREAM_IO_DEPTH", s.depth, 1, 1024);
-  read_int("CUBESTREAM_IO_BLOCK_BYTES", s.block_bytes, 1, std::int64_t{1} << 30);
+  s.depth_from_env = read_int("CUBESTREAM_IO_DEPTH", s.depth, 1, 1024);
+  s.block_from_env = read_int("CUBESTREAM_IO_BLOCK_BYTES", s.block_bytes, 1, std::int64_t{1} << 30);
   s.block_bytes = (s.block_bytes + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
   read_int("CUBESTREAM_IO_COALESCE_BYTES", s.coalesce_bytes, -1, std::int64_t{1} << 40);
   read_choice("CUBESTREAM_IO_DIRECT", s.direct, {"0", "1", "auto"},
@@ -66,6 +69,12 @@ IoSettings IoSettings::from_env() {
   read_int("CUBESTREAM_GDS_SLOT_BYTES", s.gds_slot_bytes, 1, std::int64_t{1} << 30);
   s.gds_slot_bytes = (s.gds_slot_bytes + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
   read_int("CUBESTREAM_GDS_SLOTS", s.gds_slots, 2, 64);
+  return s;
+}
+
+IoSettings IoSettings::for_path(const std::string& path) {
+  IoSettings s = from_env();
+  apply_device_tuning(s, path);
   return s;
 }
 

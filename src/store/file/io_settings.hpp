@@ -13,10 +13,14 @@
 //                  io_uring where it is unavailable falls back to pread (`cubestream info`
 //                  says why).
 //   CUBESTREAM_IO_DEPTH          reads in flight per request (threads of the pread pool,
-//                                ring entries for io_uring)                              (32)
+//                                ring entries for io_uring)                        (32 or *)
 //   CUBESTREAM_IO_BLOCK_BYTES    large reads are split into pieces of this size, cut at
 //                                multiples of it in the file; rounded up to 4096,
-//                                at most 1 GiB                                        (1 MiB)
+//                                at most 1 GiB                                   (1 MiB or *)
+//        * Where reads may use O_DIRECT (IO_DIRECT=1 or auto) and a variable is unset, a
+//          store opened from the environment chooses it from the block device holding the
+//          store (device_tuning.hpp: e.g. 4 x 8 MiB on a virtio disk, 32 x 1 MiB on NVMe);
+//          `cubestream info PATH` says what it chose and why.
 //   CUBESTREAM_IO_COALESCE_BYTES ranges of one file closer than this are read as one
 //                                (get_ranges); -1 never coalesces                      (65536)
 //   CUBESTREAM_IO_DIRECT         0 | 1 | auto                                              (0)
@@ -72,12 +76,23 @@ struct IoSettings {
   DirectMode direct = DirectMode::kOff;
   std::uint64_t direct_min_bytes = 1 << 20;
 
+  // Whether CUBESTREAM_IO_DEPTH / CUBESTREAM_IO_BLOCK_BYTES set depth / block_bytes: those
+  // then win over what the device suggests (apply_device_tuning).
+  bool depth_from_env = false;
+  bool block_from_env = false;
+  // How depth and block_bytes were chosen, for `cubestream info` and io_description(); empty
+  // when nobody asked the device (explicit settings).
+  std::string tuning;
+
   GdsMode gds = GdsMode::kAuto;
   std::uint64_t gds_slot_bytes = 8 << 20;
   int gds_slots = 4;
 
   // The defaults above, overridden by the environment variables listed at the top of this file.
   static IoSettings from_env();
+  // from_env(), then depth and block_bytes from the device holding `path` where the
+  // environment left them unset (device_tuning.hpp). What open_file_store uses.
+  static IoSettings for_path(const std::string& path);
 };
 
 const char* to_string(IoEngineKind k);

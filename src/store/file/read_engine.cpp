@@ -15,6 +15,7 @@
 
 #include "core/thread_pool.hpp"
 #include "cubestream/error.hpp"
+#include "store/file/device_tuning.hpp"
 
 namespace cubestream::store_detail {
 
@@ -245,14 +246,14 @@ std::shared_ptr<ReadEngine> engine_for(const IoSettings& s, std::string* why, co
   bool want_uring = s.engine != IoEngineKind::kPread;
   const UringProbe* probe = probe_override ? probe_override : want_uring ? &probe_io_uring() : nullptr;
   bool uring = want_uring && probe->available;
+  const std::string shape = std::to_string(s.depth) + ", " + format_bytes(s.block_bytes) + " pieces";
   std::string line;
   if (s.engine == IoEngineKind::kPread) {
-    line = "pread pool of " + std::to_string(s.depth) + " (CUBESTREAM_IO_ENGINE=pread)";
+    line = "pread pool of " + shape + " (CUBESTREAM_IO_ENGINE=pread)";
   } else if (uring) {
-    line = "io_uring, depth " + std::to_string(s.depth) + " (CUBESTREAM_IO_ENGINE=" + to_string(s.engine) +
-           "; io_uring: " + probe->why + ")";
+    line = "io_uring, depth " + shape + " (CUBESTREAM_IO_ENGINE=" + to_string(s.engine) + "; io_uring: " + probe->why + ")";
   } else {
-    line = "pread pool of " + std::to_string(s.depth) + " (CUBESTREAM_IO_ENGINE=" + to_string(s.engine) +
+    line = "pread pool of " + shape + " (CUBESTREAM_IO_ENGINE=" + to_string(s.engine) +
            "; io_uring unavailable: " + probe->why + ")";
   }
   if (why) *why = line;

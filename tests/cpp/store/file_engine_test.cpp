@@ -312,6 +312,7 @@ TEST(IoSettingsEnv, ReadsEveryVariableAndRefusesBadValues) {
     EXPECT_EQ(s.direct, DirectMode::kAuto);
     EXPECT_EQ(s.depth, 7);
     EXPECT_EQ(s.block_bytes, 8192u) << "rounded up to the O_DIRECT alignment";
+    EXPECT_TRUE(s.depth_from_env && s.block_from_env) << "set by the environment: the device does not override";
     EXPECT_EQ(s.gds, store_detail::GdsMode::kOff);
     EXPECT_EQ(s.gds_slots, 3);
   }
@@ -330,6 +331,7 @@ TEST(IoSettingsEnv, ReadsEveryVariableAndRefusesBadValues) {
   auto d = IoSettings::from_env();
   EXPECT_EQ(d.engine, IoEngineKind::kAuto);
   EXPECT_EQ(d.direct, DirectMode::kOff);
+  EXPECT_FALSE(d.depth_from_env || d.block_from_env);
 }
 
 }  // namespace
