@@ -29,7 +29,6 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
-#include <sstream>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -164,18 +163,14 @@ int run_advise(int argc, char** argv) {
   const auto patch = parse_sizes(args.get("patch", ""), "--patch");
   std::vector<std::int64_t> window;
   {
-    std::stringstream ss(args.get("window", "0"));
-    for (std::string w; std::getline(ss, w, ',');)
-      if (!w.empty()) window.push_back(parse_int(w[0] == '+' ? w.substr(1) : w, "--window"));
+    for (const auto& w : comma_list(args.get("window", "0"))) window.push_back(parse_int(w[0] == '+' ? w.substr(1) : w, "--window"));
     if (window.empty()) window = {0};
   }
   const std::string time_dim = args.get("time-dim", "time");
   auto ds = Dataset::open(open_store(args.positionals()[0]));
   std::vector<std::string> vars;
   if (args.has("variables")) {
-    std::stringstream ss(args.get("variables", ""));
-    for (std::string v; std::getline(ss, v, ',');)
-      if (!v.empty()) vars.push_back(v);
+    vars = comma_list(args.get("variables", ""));
   } else {
     vars = ds.data_variable_names();
   }

@@ -4,11 +4,21 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace cubestream::cli {
+
+// "a,b,,c" -> {"a", "b", "c"}: the items of a comma-separated option, empty ones dropped.
+inline std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
 
 class Args {
  public:

@@ -283,12 +283,7 @@ int run_convert(int argc, char** argv) {
   if (concat.empty()) concat = "time";
 
   // Per variable, per file: the varid and the length along the joined dimension.
-  std::vector<std::string> wanted;
-  if (args.has("variables")) {
-    std::stringstream ss(args.get("variables", ""));
-    for (std::string v; std::getline(ss, v, ',');)
-      if (!v.empty()) wanted.push_back(v);
-  }
+  const std::vector<std::string> wanted = comma_list(args.get("variables", ""));
   struct Joined {
     VarInfo first;
     int axis = -1;                       // the joined axis, or -1

@@ -4,7 +4,6 @@
 // cubestream_stats.json in the first store (or --output), where the loader finds them.
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -26,9 +25,7 @@ int run_stats(int argc, char** argv) {
   ConcatenatedTime source(parts, args.get("time-dim", "time"));
   std::vector<std::string> vars;
   if (args.has("variables")) {
-    std::stringstream ss(args.get("variables", ""));
-    for (std::string v; std::getline(ss, v, ',');)
-      if (!v.empty()) vars.push_back(v);
+    vars = comma_list(args.get("variables", ""));
   } else {
     vars = parts.front().data_variable_names();
   }

@@ -4,10 +4,10 @@
 // parts), and prints the compression ratio each variable reached.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -37,14 +37,6 @@ const char* kSynthUsage =
     "  --format 3  Zarr v3: chunks of one time step and one level, zstd level 3, shards of 16\n"
     "              time steps (--shards none: unsharded), consolidated metadata\n"
     "  Other options as in `cubestream rechunk` (they override the format's defaults).\n";
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 // Bytes stored below `prefix`, metadata documents excluded (file stores list directories as
 // names whose size() is empty).
@@ -86,11 +78,11 @@ int run_synth(int argc, char** argv) {
   for (const auto& v : synth::era5_variables())
     if (vars == "all" || (vars == "surface" && !v.on_levels)) m.variables.push_back(v.name);
   if (vars != "all" && vars != "surface") {
-    for (const auto& name : split_list(vars)) m.variables.push_back(synth::era5_variable(name).name);
+    for (const auto& name : comma_list(vars)) m.variables.push_back(synth::era5_variable(name).name);
   }
   if (m.variables.empty()) throw std::invalid_argument("synth: --variables names no variable");
   if (args.has("levels")) {
-    for (const auto& s : split_list(args.get("levels", ""))) m.levels.push_back(static_cast<int>(parse_int(s, "--levels")));
+    for (const auto& s : comma_list(args.get("levels", ""))) m.levels.push_back(static_cast<int>(parse_int(s, "--levels")));
     if (m.levels.empty()) throw std::invalid_argument("synth: --levels lists no level");
   } else {
     m.levels = synth::wb2_levels();
@@ -175,8 +167,9 @@ int run_synth(int argc, char** argv) {
   for (const auto& p : plans) {
     std::uint64_t elements = 1;
     for (auto s : p.shape) elements *= static_cast<std::uint64_t>(s);
-    const bool coord = p.shape.size() == 1;
-    const double decoded = static_cast<double>(elements) * (coord ? 8.0 : 4.0);
+    const auto src = std::find_if(sources.begin(), sources.end(), [&](const zarr::SourceArray& a) { return a.path == p.path; });
+    const double decoded = static_cast<double>(elements) * (src == sources.end() ? 0.0 : src->meta.dtype.size);
+    const bool coord = p.shape.size() == 1;  // time, level, latitude, longitude
     const double stored = static_cast<double>(stored_bytes_below(*dst, p.path));
     if (!coord) {
       all_decoded += decoded;

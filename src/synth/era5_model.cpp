@@ -33,6 +33,15 @@ double standard_temperature(double z) {
   return 216.65 + 0.001 * (z - 20000);
 }
 
+// Sea-level pressure's zonal mean (Pa): subtropical highs at 30 degrees, subpolar lows at 60,
+// higher over the winter hemisphere's continents.
+double sea_level_pressure(double abs_lat_deg, double sin_lat, double nh_summer) {
+  return 101300.0 + 900.0 * gauss(abs_lat_deg, 30, 10) - 1500.0 * gauss(abs_lat_deg, 60, 10) + 400.0 * sin_lat * nh_summer;
+}
+
+// Weather in the wind components peaks near the jet level (250 hPa).
+double jet_level_weather(double p_hpa) { return 0.6 + 0.8 * std::exp(-std::pow((p_hpa - 250.0) / 250.0, 2)); }
+
 // How one variable behaves along one latitude row at one level and time.
 struct RowLaw {
   double base = 0;       // climatology (log-normal variables: the median)
@@ -74,7 +83,7 @@ RowLaw row_law(VariableId id, double lat_deg, double p, double year_phase) {
       r.noise = 0.04;
       break;
     case VariableId::kMeanSeaLevelPressure:
-      r.base = 101300.0 + 900.0 * gauss(al, 30, 10) - 1500.0 * gauss(al, 60, 10) + 400.0 * sl * nh_summer;
+      r.base = sea_level_pressure(al, sl, nh_summer);
       r.amp = 300.0 + 1100.0 * asl;
       r.orography = 120.0;  // reduction to sea level is noisy over mountains
       r.planetary = 500.0 * asl;
@@ -91,7 +100,7 @@ RowLaw row_law(VariableId id, double lat_deg, double p, double year_phase) {
     case VariableId::kSurfacePressure:
       // Sea-level pressure less the weight of the air below the ground's height (~12 hPa per
       // 100 m): mountains dominate the field, as in ERA5.
-      r.base = 101300.0 + 900.0 * gauss(al, 30, 10) - 1500.0 * gauss(al, 60, 10) + 400.0 * sl * nh_summer;
+      r.base = sea_level_pressure(al, sl, nh_summer);
       r.amp = 300.0 + 1100.0 * asl;
       r.orography = -11500.0;
       r.planetary = 500.0 * asl;
@@ -123,7 +132,7 @@ RowLaw row_law(VariableId id, double lat_deg, double p, double year_phase) {
     case VariableId::kU: {
       const double jet_level = std::exp(-std::pow((p - 225.0) / 180.0, 2));
       r.base = 30.0 * gauss(al, 35, 10) * jet_level + 6.0 * gauss(al, 50, 14) - 4.0 * gauss(lat_deg, 0, 15);
-      r.amp = (3.0 + 7.0 * asl) * (0.6 + 0.8 * std::exp(-std::pow((p - 250.0) / 250.0, 2)));
+      r.amp = (3.0 + 7.0 * asl) * jet_level_weather(p);
       r.orography = p >= 850 ? 1.0 : 0.0;
       r.planetary = 2.5 * asl;
       r.noise = 0.04;
@@ -131,7 +140,7 @@ RowLaw row_law(VariableId id, double lat_deg, double p, double year_phase) {
     }
     case VariableId::kV: {
       r.base = -1.5 * std::sin(6.0 * lat) * gauss(al, 0, 35) * (p / 1000.0);
-      r.amp = (2.5 + 6.0 * asl) * (0.6 + 0.8 * std::exp(-std::pow((p - 250.0) / 250.0, 2)));
+      r.amp = (2.5 + 6.0 * asl) * jet_level_weather(p);
       r.orography = p >= 850 ? 0.8 : 0.0;
       r.planetary = 1.5 * asl;
       r.noise = 0.04;
