@@ -6,6 +6,11 @@
 # LOADERS, one after the other on the same machine, each writing its JSON to $OUT.
 #
 #   OUT=/empty/dir GPUS="1 2 4" LOADERS="cubestream-cpu cubestream-gpu" TIMES=960 bash bench/ddp_run.sh
+#
+# RUNS, when set, replaces the GPUS x LOADERS grid by a list of LOADER:GPUS[:ARGS] entries, ARGS
+# being extra train_unet.py options with commas for spaces, e.g.
+#   RUNS="synthetic:1 synthetic:4 synthetic:4:--ddp-grads,bf16 cubestream-cpu:4:--threads,12"
+# Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
@@ -25,26 +30,43 @@ log "store: ${TIMES:-960} steps"
 "$BUILD/cubestream" synth "$STORE" --variables 2m_temperature,10m_u_component_of_wind,10m_v_component_of_wind,mean_sea_level_pressure,total_column_water_vapour,surface_pressure \
   --times "${TIMES:-960}" --format 2 --overwrite --no-progress | tail -2
 "$BUILD/cubestream" stats "$STORE"
-for loader in ${LOADERS:-cubestream-cpu cubestream-gpu}; do
-  for g in ${GPUS:-1 2 4}; do
-    log "$loader on $g GPU(s)"
-    PYTHONPATH=$BUILD/python timeout "${RUN_TIMEOUT:-150}" python3 -m torch.distributed.run --standalone --nproc_per_node "$g" \
-      examples/train_unet.py --store "$STORE" --loader "$loader" --epochs 2 --json "$OUT/ddp_${loader}_${g}gpu.json" 2>&1 |
-      grep -E "median of|epoch [0-9]|Error|error" | tail -5
-    log "rc=${PIPESTATUS[0]}"
+log "topology"; nvidia-smi topo -m 2>&1 | head -12; lscpu | grep -E "^(Model name|Socket|NUMA node|Thread)" || true
+if [ -z "${RUNS:-}" ]; then
+  for loader in ${LOADERS:-cubestream-cpu cubestream-gpu}; do
+    for g in ${GPUS:-1 2 4}; do RUNS="${RUNS:-} $loader:$g"; done
   done
+fi
+nccl_logged=0
+for run in $RUNS; do
+  IFS=: read -r loader g extra <<<"$run"
+  args=${extra//,/ }
+  tag=$(printf '%s' "$extra" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//; s/_*$//')
+  json="$OUT/ddp_${loader}_${g}gpu${tag:+_$tag}.json"
+  log "$loader on $g GPU(s) $args"
+  envs=()
+  if [ "$g" -gt 1 ] && [ $nccl_logged = 0 ]; then envs=(NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$OUT/nccl.log"); nccl_logged=1; fi
+  env "${envs[@]}" PYTHONPATH=$BUILD/python timeout "${RUN_TIMEOUT:-150}" python3 -m torch.distributed.run --standalone --nproc_per_node "$g" \
+    examples/train_unet.py --store "$STORE" --loader "$loader" --epochs 2 $args --json "$json" 2>&1 |
+    grep -E "median of|epoch [0-9]|Error|error" | tail -5
+  log "rc=${PIPESTATUS[0]}"
 done
+[ -f "$OUT/nccl.log" ] && grep -hE "via|Channel 00|NET/|P2P|SHM" "$OUT/nccl.log" | sort | uniq -c | sort -rn | head -12
 python3 - "$OUT" <<'PY'
-import glob, json, os, sys
+import glob, json, os, re, sys
 rows = {}
 for p in sorted(glob.glob(os.path.join(sys.argv[1], "ddp_*gpu.json"))):
     r = json.load(open(p))
-    rows[(r["loader"], r["world_size"])] = r
-print("| loader | GPUs | samples/s | GB/s | data wait | scaling vs 1 GPU |")
-print("|---|---|---|---|---|---|")
-for (loader, n), r in sorted(rows.items()):
-    one = rows.get((loader, 1))
+    variant = re.search(r"_\d+gpu_?(.*)\.json$", os.path.basename(p)).group(1)
+    rows[(r["loader"], r["world_size"], variant)] = r
+def step_ms(r):
+    m = [e["step_ms_median"] for e in r["epochs"] if e["measured"]]
+    return sorted(m)[len(m) // 2] if m else float("nan")
+print("| loader | GPUs | options | threads/rank | samples/s | GB/s | data wait | median step ms | scaling vs 1 GPU |")
+print("|---|---|---|---|---|---|---|---|---|")
+for (loader, n, variant), r in sorted(rows.items()):
+    one = rows.get((loader, 1, ""))
     sc = f"{r['samples_per_s'] / one['samples_per_s']:.2f}x ({r['samples_per_s'] / one['samples_per_s'] / n:.3f} of {n}x)" if one else ""
-    print(f"| {loader} | {n} | {r['samples_per_s']:.1f} | {r['gb_per_s']:.2f} | {100 * r['wait_fraction']:.2f}% | {sc} |")
+    print(f"| {loader} | {n} | {variant or '-'} | {r.get('threads') or '-'} | {r['samples_per_s']:.1f} | {r['gb_per_s']:.2f} | "
+          f"{100 * r['wait_fraction']:.2f}% | {step_ms(r):.1f} | {sc} |")
 PY
 log "done"

@@ -73,6 +73,9 @@ def parse_args(argv=None):
     p.add_argument("--loader-only", action="store_true", help="iterate the loader without the model")
     # cubestream
     p.add_argument("--threads", type=int, default=0, help="cubestream threads (0: cores / local GPUs)")
+    p.add_argument("--ddp-grads", choices=["fp32", "bf16"], default="fp32",
+                   help="DDP gradient all-reduce precision: bf16 halves the bytes exchanged between GPUs "
+                        "(a DDP communication hook; the optimiser still steps in fp32)")
     p.add_argument("--prefetch", type=int, default=3)
     p.add_argument("--shuffle", choices=["sample", "chunk"], default="sample")
     p.add_argument("--memory-limit-gb", type=float, default=4.0,
@@ -254,6 +257,7 @@ class CubestreamSource:
         # A patch of the whole field's size is the whole field: one sample per time step either way.
         patch = {"latitude": a.height, "longitude": a.width}
         threads = a.threads or max(1, (os.cpu_count() or 4) // dist.local_world)
+        self.threads = threads
         self.loader = cubestream.Loader(
             a.store, a.variables, patch=patch, window={"inputs": [0], "targets": [1]}, batch_size=a.batch_size,
             shuffle=a.shuffle, seed=a.seed, drop_last=True, normalisation=norm, dtype="bfloat16",
@@ -462,6 +466,13 @@ def run(a):
         model = build_model(channels, a.seed).to(dist.device, memory_format=fmt)
         if dist.distributed:
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dist.local_rank] if cuda else None)
+            if a.ddp_grads == "bf16":
+                if not cuda:
+                    raise SystemExit("--ddp-grads bf16 needs CUDA (PyTorch's bf16 hook runs over NCCL only)")
+                # Gradients are cast to bf16 for the all-reduce and back: half the traffic over
+                # the GPU links (or host memory, where the GPUs have no peer path).
+                from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+                model.register_comm_hook(None, default_hooks.bf16_compress_hook)
         opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     amp_device = "cuda" if cuda else "cpu"
 
@@ -547,7 +558,8 @@ def run(a):
 
     m = [r for r in epochs if r["measured"]]
     result = {"loader": a.loader, "mode": "loader-only" if a.loader_only else "train", "grid": a.grid,
-              "batch_size": a.batch_size, "world_size": dist.world, "variables": a.variables,
+              "batch_size": a.batch_size, "world_size": dist.world, "ddp_grads": a.ddp_grads,
+              "threads": getattr(source, "threads", None), "variables": a.variables,
               "device": torch.cuda.get_device_name(dist.local_rank) if cuda else "cpu",
               "bytes_per_sample": per_sample_bytes, "batches_per_epoch": len(source),
               "measured_epochs": len(m),
