@@ -82,6 +82,9 @@ def parse_args(argv=None):
                    help="cubestream host memory limit; the decoded-chunk cache gets what the batch buffers leave. "
                         "4 GB holds a small part of the store, so epochs decode again, as at ERA5 scale")
     p.add_argument("--gpu-cache-gb", type=float, default=1.0, help="cubestream GPU decoded-chunk cache (decode on GPU)")
+    p.add_argument("--host-decode-share", default="auto",
+                   help="cubestream-gpu: share of the GPU's chunks the host threads decode instead "
+                        "(auto: adapted per batch to the idle host time; or a number in [0, 1])")
     # baseline
     p.add_argument("--workers", type=int, default=8,
                    help="DataLoader workers for the TensorStore baseline (8 beat 16 on the 16-core H100 machine)")
@@ -264,6 +267,7 @@ class CubestreamSource:
             device=dist.device, decode=decode if dist.device != "cpu" else "auto", threads=threads,
             prefetch=a.prefetch, memory_limit=int(a.memory_limit_gb * (1 << 30)),
             gpu_cache_bytes=int(a.gpu_cache_gb * (1 << 30)), rank=dist.rank, world_size=dist.world,
+            host_decode_share=None if a.host_decode_share == "auto" else float(a.host_decode_share),
             trace=bool(a.trace))
         assert tuple(self.loader.input_shape[2:]) == (len(a.variables), a.height, a.width), self.loader.input_shape
 
@@ -604,7 +608,11 @@ def where_time_went(epoch):
     busy = st.get("busy_s")
     if busy:
         stages = ", ".join(f"{k} {v:.2f} s" for k, v in busy.items())
-        lines.append(f"  loader ({st.get('decode_path', '?')} decode), busy thread-seconds: {stages}")
+        share = ""
+        if st.get("decode_path", "cpu").startswith("gpu"):
+            share = (f"; {st.get('units_host_decoded', 0)} of the GPU's chunks decoded by host threads "
+                     f"(share now {st.get('host_decode_share', 0):.2f})")
+        lines.append(f"  loader ({st.get('decode_path', '?')} decode), busy thread-seconds: {stages}{share}")
         lines.append(f"  loader bytes: {st.get('bytes_fetched', 0) / 1e6:.1f} MB read (compressed), "
                      f"{st.get('bytes_decoded', 0) / 1e6:.1f} MB decoded, {st.get('bytes_delivered', 0) / 1e6:.1f} MB delivered; "
                      f"{st.get('units_fetched', 0)} chunks read, {st.get('cache_hits', 0)} decoded-chunk cache hits; "

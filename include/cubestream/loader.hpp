@@ -115,6 +115,13 @@ struct LoaderConfig {
   bool trace = false;
   // Decode backend (see DecodeBackend); kAuto may be overridden by CUBESTREAM_DECODE=cpu|gpu.
   DecodeBackend decode = DecodeBackend::kAuto;
+  // GPU decode path (decode kAuto): the fraction of the units the GPU could decode that the
+  // fetch threads decode instead (they then travel decoded; assembly stays on the GPU), so
+  // that idle host cores take work off a GPU that also trains. In [0, 1]: that share; below
+  // 0 (the default): adaptive, from 0, moved per batch so that the host's fetch work fills
+  // about 55-80% of the producer's cycle (see pipeline/host_decode_share.hpp).
+  // CUBESTREAM_HOST_DECODE_SHARE=auto|x overrides it. decode kGpu allows only 0 (or below).
+  double host_decode_share = -1;
   // Device memory for decoded units kept between batches (GPU decode only).
   // 0: CUBESTREAM_GPU_CACHE, else 2 GiB.
   std::uint64_t gpu_cache_bytes = 0;
@@ -176,6 +183,8 @@ struct LoaderStats {
   std::uint64_t cache_bytes = 0;         // held by the cache now
   std::uint64_t units_gpu_decoded = 0;   // units decoded by the GPU decoders
   std::uint64_t units_gpu_fallback = 0;  // units the GPU left to the host decoder
+  std::uint64_t units_host_decoded = 0;  // GPU-decodable units the fetch threads decoded
+  double host_decode_share = 0;          // the share used for the last batch (1 on the CPU path)
   std::string decode_path;               // "cpu", or "gpu" with the host-decoded variables named
   nlohmann::json to_json() const;
 };

@@ -29,6 +29,10 @@ With ``device="cuda"`` chunks are decoded on the GPU where the codec allows (blo
 ``decode="auto"``, the default) and the batch is assembled there, so decoded data never crosses
 PCIe; ``decode="cpu"`` decodes and assembles on the host and copies finished batches;
 ``decode="gpu"`` refuses variables the GPU path cannot take. Both give the same bits.
+With ``decode="auto"`` the fetch threads also decode a share of the GPU's chunks themselves
+when they have time to spare (``host_decode_share``: ``None`` adapts it batch by batch so that
+host cores that would idle take decode work off a GPU that is also training; a number in
+[0, 1] fixes it; those chunks cross PCIe decoded). ``stats()`` reports the share in use.
 """
 import json as _json
 import os as _os
@@ -96,7 +100,8 @@ class Loader:
                  select=None, static=None, static_variables=None, normalisation=None, nan_fill=None,
                  dtype="float32", device="cpu", batch_size=1, shuffle="none", buffer_size=16, seed=0,
                  drop_last=False, rank=0, world_size=1, dims=None, chunks=None, threads=0, prefetch=2,
-                 memory_limit=0, trace=False, output=None, time_dim="time", decode="auto", gpu_cache_bytes=0):
+                 memory_limit=0, trace=False, output=None, time_dim="time", decode="auto", gpu_cache_bytes=0,
+                 host_decode_share=None):
         kind, index = _device(device)
         if isinstance(variables, str):
             variables = [variables]
@@ -117,6 +122,7 @@ class Loader:
             "device": kind, "device_index": index, "threads": int(threads), "prefetch": int(prefetch),
             "memory_limit": int(memory_limit), "trace": bool(trace), "decode": decode,
             "gpu_cache_bytes": int(gpu_cache_bytes),
+            "host_decode_share": -1.0 if host_decode_share is None else float(host_decode_share),
         }
         if chunks:
             cfg["chunks"] = dict(chunks)

@@ -46,6 +46,8 @@ nlohmann::json LoaderStats::to_json() const {
           {"cache_bytes", cache_bytes},
           {"units_gpu_decoded", units_gpu_decoded},
           {"units_gpu_fallback", units_gpu_fallback},
+          {"units_host_decoded", units_host_decoded},
+          {"host_decode_share", host_decode_share},
           {"decode_path", decode_path}};
 }
 

@@ -9,6 +9,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/memory.hpp"
 #include "zarr/cf_decode.hpp"
+#include "pipeline/host_decode_share.hpp"
 #include "pipeline/trace.hpp"
 
 namespace cubestream::pipeline {
@@ -121,6 +122,7 @@ struct GpuStage::Staged {
   UnitRoute route = UnitRoute::kHostDecode;
   std::size_t offset = 0, length = 0;
   std::size_t slot = 0;       // index of the buffer within its GPU decode group
+  bool to_host = false;       // GPU-decodable, but decoded by its fetch thread (HostDecodeShare)
   bool pending = false;       // enc.bytes (or `decoded`) still to be written at `offset`
   Bytes decoded;              // a host-decoded unit that did not fit the arena as it was
   std::uint64_t charged = 0;  // budget held for the pending bytes
@@ -307,7 +309,7 @@ void GpuStage::fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std:
     ~Release() { b.release(n); }
   } release{budget_, held};
   s.route = routes_[t.source].route;
-  if (enc.missing || s.route == UnitRoute::kHostDecode) {
+  if (enc.missing || s.route == UnitRoute::kHostDecode || (s.to_host && s.route == UnitRoute::kGpuDecode)) {
     s.route = UnitRoute::kHostDecode;
     const std::size_t ub = src.array.unit_bytes();
     const StagingArena::Claim c = arena.claim(ub);
@@ -345,7 +347,7 @@ void GpuStage::fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std:
   give_read_buffer(std::move(enc));
 }
 
-void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, GpuStageStats& st) {
+void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share, GpuStageStats& st) {
   f.plan = std::move(plan);
   const auto& tasks = f.plan.tasks;
   f.units.assign(tasks.size(), nullptr);
@@ -355,6 +357,14 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, G
     else f.miss.push_back(i);
   }
   f.staged.assign(f.miss.size(), Staged{});
+  if (host_share > 0) {
+    std::size_t n = 0;
+    for (std::size_t i : f.miss) n += routes_[tasks[i].source].route == UnitRoute::kGpuDecode;
+    for (std::size_t j = 0, g = 0; j < f.miss.size(); ++j) {
+      if (routes_[tasks[f.miss[j]].source].route != UnitRoute::kGpuDecode) continue;
+      f.staged[j].to_host = HostDecodeShare::picks(g++, n, host_share);
+    }
+  }
   StagingArena& arena = slots_.arena(f.slot);
   arena.begin();
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0};
@@ -381,6 +391,7 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, G
     budget_.release(s.charged);
     s.charged = 0;
   }
+  for (const Staged& s : f.staged) st.host_chosen += s.to_host && !s.enc.missing;
   st.ns_fetch += ns_fetch;
   st.ns_decode += ns_decode;
 }

@@ -5,7 +5,8 @@
 //   fetch   (host threads) looks every unit up in the device unit cache and fetches the
 //           others straight into the slot's pinned staging arena: compressed bytes of units
 //           whose codec the GPU decodes (blosc, lz4, zstd after `bytes`), decoded bytes of
-//           the rest (decoded on the host, as are missing units: their fill value);
+//           the rest (decoded on the host, as are missing units: their fill value) and of
+//           the share of GPU-decodable units the host takes over (host_decode_share.hpp);
 //   launch  enqueues, without waiting, one copy of the staging area to the GPU (copy
 //           stream), fresh device units and the batched decoders (decode stream, after the
 //           copy's event), and the copy of the decoders' statuses back;
@@ -76,6 +77,7 @@ std::optional<std::string> gpu_assemble_refusal(const UnitSource& source, std::s
 struct GpuStageStats {
   std::uint64_t units = 0, missing = 0, hits = 0, bytes_fetched = 0, bytes_decoded = 0;
   std::uint64_t gpu_decoded = 0, host_decoded = 0, fallbacks = 0;
+  std::uint64_t host_chosen = 0;  // GPU-decodable units the fetch threads decoded (host_share)
   // ns_decode: host decoding plus the time finish() waited for the GPU's statuses.
   std::int64_t ns_fetch = 0, ns_decode = 0, ns_assemble = 0;
 };
@@ -99,7 +101,9 @@ class GpuStage {
   // A batch with a staging slot of its own, or null when every slot is busy and no other
   // fits the memory bound: finish the oldest batch in flight and ask again.
   FlightPtr open();
-  void fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, GpuStageStats& stats);
+  // host_share: the fraction of the batch's GPU-decodable units that the fetch threads decode
+  // themselves (HostDecodeShare::picks chooses which); they reach the GPU decoded.
+  void fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share, GpuStageStats& stats);
   void launch(Flight& f, GpuStageStats& stats);
   // Whether finish() would not wait for the GPU.
   bool done(const Flight& f) const;

@@ -9,6 +9,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/thread_pool.hpp"
@@ -19,6 +20,7 @@
 #include "pipeline/buffer_pool.hpp"
 #include "pipeline/flight_queue.hpp"
 #include "pipeline/gpu_stage.hpp"
+#include "pipeline/host_decode_share.hpp"
 #include "pipeline/memory_budget.hpp"
 #include "pipeline/trace.hpp"
 #include "pipeline/unit_cache.hpp"
@@ -150,6 +152,11 @@ struct Loader::Impl {
   std::shared_ptr<pipeline::BufferPool> host_pool, device_pool;
   void* copy_stream = nullptr;
   std::unique_ptr<pipeline::GpuStage> gpu;   // GPU decode + assembly (device kCuda)
+  // GPU path: which share of the GPU's units the fetch threads decode (producer thread only),
+  // the last share used (for stats()), and the producer's clock for the adaptive share.
+  std::optional<pipeline::HostDecodeShare> host_share;
+  std::atomic<double> host_share_now{0.0};
+  std::int64_t last_fetch_start = 0, last_fetch_ns = 0;
   std::string decode_path = "cpu";
 
   // Producer state.
@@ -165,7 +172,7 @@ struct Loader::Impl {
 
   // Statistics.
   std::atomic<std::uint64_t> st_batches{0}, st_samples{0}, st_units{0}, st_missing{0}, st_hits{0}, st_fetched{0},
-      st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0};
+      st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0}, st_host_chosen{0};
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0};
   std::int64_t stats_origin = pipeline::now_ns();
 };
@@ -278,6 +285,21 @@ void Loader::Impl::setup_gpu_decode() {
       if (end != env && *end == '\0') cache = v;
     }
   }
+  double share = cfg.host_decode_share;
+  if (const char* env = std::getenv("CUBESTREAM_HOST_DECODE_SHARE"); env && cfg.decode == DecodeBackend::kAuto) {
+    const std::string v = env;
+    char* end = nullptr;
+    const double x = std::strtod(env, &end);
+    if (v == "auto") share = -1;
+    else if (end != env && *end == '\0' && x >= 0 && x <= 1) share = x;
+    else refuse("CUBESTREAM_HOST_DECODE_SHARE must be auto or a number in [0, 1], not '" + v + "'");
+  }
+  if (want == DecodeBackend::kGpu) {
+    // decode=gpu: the GPU decodes every unit it can; a host share contradicts that.
+    if (share > 0) refuse("host_decode_share > 0 needs decode=auto (decode=gpu decodes everything on the GPU)");
+    share = 0;
+  }
+  host_share.emplace(share);
   gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, *budget, cache, /*gpu_zstd=*/true,
                                              kGpuMaxInFlight);
   // Batches assembled on the GPU have no host batch buffers: the host memory of this path is
@@ -289,6 +311,7 @@ void Loader::Impl::setup_gpu_decode() {
 void Loader::Impl::start_producer(std::int64_t epoch, std::int64_t batch) {
   cur_epoch = epoch;
   cur_batch = batch;
+  last_fetch_start = 0;   // the producer's clock restarts with it
   producer = std::thread([this, epoch, batch] { produce(epoch, batch); });
 }
 
@@ -602,11 +625,16 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
     trace.record("plan", p.tb0, t1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
   pipeline::GpuStageStats gs;
+  if (last_fetch_start) host_share->observe(last_fetch_ns, t1 - last_fetch_start);
+  const double share = host_share->share();
+  host_share_now = share;
   {
     pipeline::NvtxRange r("cubestream gpu fetch");
-    gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, gs);
+    gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, share, gs);
   }
   const std::int64_t t2 = pipeline::now_ns();
+  last_fetch_start = t1;
+  last_fetch_ns = t2 - t1;
   {
     pipeline::NvtxRange r("cubestream gpu launch");
     gpu->launch(*p.flight, gs);
@@ -623,6 +651,7 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
   st_decoded += gs.bytes_decoded;
   ns_fetch += gs.ns_fetch;
   ns_decode += gs.ns_decode;
+  st_host_chosen += gs.host_chosen;
   return p;
 }
 
@@ -787,6 +816,8 @@ LoaderStats Loader::stats() const {
   s.cache_bytes = m.cache->bytes();
   s.units_gpu_decoded = m.st_gpu_decoded;
   s.units_gpu_fallback = m.st_gpu_fallback;
+  s.units_host_decoded = m.st_host_chosen;
+  s.host_decode_share = m.gpu ? m.host_share_now.load() : 1.0;
   s.decode_path = m.decode_path;
   return s;
 }
@@ -794,7 +825,7 @@ LoaderStats Loader::stats() const {
 void Loader::reset_stats() {
   Impl& m = *impl_;
   for (auto* c : {&m.st_batches, &m.st_samples, &m.st_units, &m.st_missing, &m.st_hits, &m.st_fetched, &m.st_decoded,
-                  &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback})
+                  &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback, &m.st_host_chosen})
     *c = 0;
   for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait}) *c = 0;
   m.stats_origin = pipeline::now_ns();

@@ -199,6 +199,8 @@ def test_batches_equal_numpy_reference(stores, device):
         cfg = _random_config(rng)
         static = cfg.pop("static_variables", [])
         dtype = rng.choice(["float32", "float16"])
+        if device == "cuda":   # the GPU path with none, some, all or an adaptive share host-decoded
+            cfg["host_decode_share"] = rng.choice([None, 0.0, 0.3, 1.0])
         loader = cubestream.Loader(stores["main"], static=stores["static"] if static else None,
                                    static_variables=static, output="numpy" if device == "cpu" else "torch",
                                    device=device, dtype=dtype, **cfg)
@@ -277,6 +279,16 @@ def test_resume_and_ranks(stores):
         lengths.add(len(got))
         ids += got
     assert len(lengths) == 1 and len(ids) == len(set(ids))
+
+
+def test_stats_report_the_host_decode_share(stores):
+    loader = cubestream.Loader(stores["main"], ["t2m"], batch_size=2, host_decode_share=0.5)
+    assert sum(1 for _ in loader) == len(loader)
+    st = loader.stats()
+    # The CPU path decodes everything on the host; no GPU unit was taken over.
+    assert st["decode_path"] == "cpu"
+    assert st["host_decode_share"] == 1.0
+    assert st["units_host_decoded"] == 0
 
 
 def test_bad_configs_raise_value_error_at_construction(stores):

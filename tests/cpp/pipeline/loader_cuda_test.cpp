@@ -162,6 +162,58 @@ TEST(LoaderCuda, GpuDecodeEqualsHostDecodeOnBloscStore) {
   }
 }
 
+// The GPU path with a share of its units decoded by the fetch threads (fixed shares, and the
+// adaptive one): the same bits as the host path, the chosen units counted, and decode=gpu
+// refusing a host share.
+TEST(LoaderCuda, HostDecodeShareGivesTheSameBatches) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const std::string demo = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
+  for (double share : {0.5, 1.0, 0.25, -1.0}) {
+    LoaderConfig c;
+    c.selection.variables = {"tas", "uas", "vas"};
+    c.sampler.window = ForecastWindow{"time", {0}, {1}};
+    c.sampler.patch = {{"lat", 40}, {"lon", 64}};
+    c.sampler.shuffle = ShuffleMode::kSample;
+    c.sampler.batch_size = 4;
+    c.dtype = OutputDType::kBFloat16;
+    c.device = DeviceKind::kCuda;
+    c.host_decode_share = share;
+    LoaderConfig h = c;
+    h.decode = DecodeBackend::kCpu;
+    Loader gpu(ConcatenatedTime(Dataset::open(open_store(demo))), c);
+    Loader host(ConcatenatedTime(Dataset::open(open_store(demo))), h);
+    std::int64_t n = 0;
+    for (;;) {
+      auto a = host.next();
+      auto b = gpu.next();
+      ASSERT_EQ(a.has_value(), b.has_value());
+      if (!a) break;
+      b->synchronize();
+      ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << "share " << share << " batch " << n;
+      ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << "share " << share << " batch " << n;
+      ++n;
+    }
+    ASSERT_GT(n, 2);
+    const LoaderStats st = gpu.stats();
+    EXPECT_EQ(st.decode_path, "gpu");
+    EXPECT_EQ(st.units_gpu_fallback, 0u);
+    if (share == 1.0) {
+      EXPECT_EQ(st.units_gpu_decoded, 0u);
+      EXPECT_EQ(st.units_host_decoded, st.units_fetched - st.units_missing);
+    } else if (share > 0) {
+      EXPECT_GT(st.units_gpu_decoded, 0u) << share;
+      EXPECT_GT(st.units_host_decoded, 0u) << share;
+    }
+    if (share >= 0) EXPECT_DOUBLE_EQ(st.host_decode_share, share);
+  }
+  LoaderConfig g;
+  g.selection.variables = {"tas"};
+  g.device = DeviceKind::kCuda;
+  g.decode = DecodeBackend::kGpu;
+  g.host_decode_share = 0.5;
+  EXPECT_THROW(Loader(ConcatenatedTime(Dataset::open(open_store(demo))), g), Error);
+}
+
 }  // namespace
 }  // namespace cubestream
 

@@ -1,0 +1,38 @@
+#include "pipeline/host_decode_share.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cubestream::pipeline {
+
+HostDecodeShare::HostDecodeShare(double fixed)
+    : adaptive_(fixed < 0 || std::isnan(fixed)), share_(adaptive_ ? 0.0 : std::min(fixed, 1.0)) {}
+
+void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns) {
+  if (!adaptive_ || cycle_ns <= 0 || fetch_ns < 0) return;
+  // Exponential smoothing over ~3 batches; the first observation seeds it.
+  constexpr double kAlpha = 0.35;
+  const auto w = static_cast<double>(fetch_ns), c = static_cast<double>(std::max(cycle_ns, fetch_ns));
+  if (seen_++ == 0) {
+    w_ = w;
+    c_ = c;
+  } else {
+    w_ += kAlpha * (w - w_);
+    c_ += kAlpha * (c - c_);
+  }
+  if (seen_ < 2) return;   // one batch says little (first reads, cold threads)
+  const double ratio = w_ / c_;
+  if (ratio < kLow) share_ = std::min(1.0, share_ + kStep);
+  else if (ratio > kHigh) share_ = std::max(0.0, share_ - kStep);
+}
+
+bool HostDecodeShare::picks(std::size_t j, std::size_t n, double share) {
+  if (n == 0 || share <= 0) return false;
+  if (share >= 1) return true;
+  // Unit j is picked when the running count floor((j + 1) * k / n) steps up at j, with
+  // k = round(share * n) picked in all: exactly k picks, evenly spaced.
+  const auto k = static_cast<std::size_t>(std::llround(share * static_cast<double>(n)));
+  return (j + 1) * k / n > j * k / n;
+}
+
+}  // namespace cubestream::pipeline

@@ -1,0 +1,54 @@
+// How much of the GPU's decoding the fetch threads take over (GPU decode path).
+//
+// On the GPU decode path the fetch threads read every unit of a batch into pinned staging and
+// the GPU decodes them. The decode kernels then share the GPU with training (on one H200 they
+// took ~19 ms of a 97 ms U-Net step), while the host cores often sit idle; on the CPU path the
+// opposite holds (on four GPUs, 16 cores per rank decode and assemble too slowly). Units a
+// GPU could decode may instead be decoded by the fetch thread that read them (the same bytes
+// come out: both decoders are tested against each other) and copied up decoded; assembly
+// stays on the GPU. The share is the fraction of a batch's GPU-decodable units decoded so.
+//
+// Adaptive mode balances the two resources with nothing but the producer's own clock: W is
+// the wall time of a batch's fetch (host work, which grows with the share) and C the time from
+// one batch's fetch start to the next one's (the producer's cycle: it waits for a prefetch
+// slot when the consumer is slower, or for the GPU when the GPU is). W much below C means the
+// host threads idle most of the cycle: take more units to the host. W close to C means the
+// host work is what sets the pace: give units back to the GPU. The band between keeps the
+// host threads busy without making them the bottleneck; smoothing over a few batches keeps
+// one slow read from swinging the share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cubestream::pipeline {
+
+class HostDecodeShare {
+ public:
+  // Target band of W / C (see above) and the step per batch outside it.
+  static constexpr double kLow = 0.55, kHigh = 0.80, kStep = 0.05;
+
+  // fixed in [0, 1]: that share always. fixed < 0: adaptive, starting at 0 (everything on the
+  // GPU until the clocks say the host has room).
+  explicit HostDecodeShare(double fixed);
+
+  bool adaptive() const { return adaptive_; }
+  double share() const { return share_; }
+
+  // One batch's fetch took fetch_ns; cycle_ns is the time from its fetch start to the next
+  // batch's fetch start (0 or less: unknown, e.g. after an epoch restart; ignored).
+  void observe(std::int64_t fetch_ns, std::int64_t cycle_ns);
+
+  // Whether unit j of the n GPU-decodable units of a batch is decoded on the host at this
+  // share: round(share * n) of them, spread evenly over the batch so that the pool's threads
+  // get a mix of long (decode) and short (copy) tasks.
+  static bool picks(std::size_t j, std::size_t n, double share);
+
+ private:
+  bool adaptive_;
+  double share_;
+  double w_ = 0, c_ = 0;   // smoothed fetch and cycle times (ns)
+  int seen_ = 0;
+};
+
+}  // namespace cubestream::pipeline
