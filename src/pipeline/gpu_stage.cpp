@@ -347,7 +347,8 @@ void GpuStage::fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std:
   give_read_buffer(std::move(enc));
 }
 
-void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share, GpuStageStats& st) {
+void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share,
+                     bool room_for_decoded, GpuStageStats& st) {
   f.plan = std::move(plan);
   const auto& tasks = f.plan.tasks;
   f.units.assign(tasks.size(), nullptr);
@@ -366,6 +367,14 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
     }
   }
   StagingArena& arena = slots_.arena(f.slot);
+  if (room_for_decoded) {
+    std::size_t room = 0;
+    for (std::size_t i : f.miss) {
+      const std::size_t ub = planner_.sources()[tasks[i].source].array.unit_bytes();
+      room += (ub + StagingArena::kAlign - 1) / StagingArena::kAlign * StagingArena::kAlign;
+    }
+    arena.reserve(room);
+  }
   arena.begin();
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0};
   auto one = [&](std::size_t j) {

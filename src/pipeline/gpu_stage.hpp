@@ -103,7 +103,11 @@ class GpuStage {
   FlightPtr open();
   // host_share: the fraction of the batch's GPU-decodable units that the fetch threads decode
   // themselves (HostDecodeShare::picks chooses which); they reach the GPU decoded.
-  void fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share, GpuStageStats& stats);
+  // room_for_decoded: make the slot's arena hold the batch fully decoded before fetching (an
+  // adaptive share rises batch by batch; growing the pinned arena a little each time would
+  // cost one pinned allocation per step).
+  void fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share, bool room_for_decoded,
+             GpuStageStats& stats);
   void launch(Flight& f, GpuStageStats& stats);
   // Whether finish() would not wait for the GPU.
   bool done(const Flight& f) const;

@@ -630,7 +630,7 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
   host_share_now = share;
   {
     pipeline::NvtxRange r("cubestream gpu fetch");
-    gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, share, gs);
+    gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, share, host_share->adaptive(), gs);
   }
   const std::int64_t t2 = pipeline::now_ns();
   last_fetch_start = t1;
