@@ -99,7 +99,24 @@ CS_HD inline u64 sym_sub(u64 e) { return kSymBase - (e & ((u64(1) << 40) - 1)); 
 inline constexpr u32 kRecSym = 1u << 31;
 CS_HD inline u64 align16(u64 v) { return (v + 15) & ~u64(15); }
 CS_HD inline u64 step_lit_bytes(const BlockStep& s) { return s.lit_type == 0 ? 0 : align16(s.lit_regen); }
-CS_HD inline u64 step_scratch_bytes(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * s.seq_cap); }
+
+// The three sequence-code tables of one block (section 3.1.1.3.2.1), copied out of the team's
+// ZstdTables by pass 2a so that pass 2b can decode the block's sequence stream with one
+// thread, many blocks side by side (the GPU puts 32 of these in one SM's shared memory).
+struct SeqTables {
+  FseEntry ll[1u << kLlMaxLog];
+  FseEntry ml[1u << kMlMaxLog];
+  FseEntry of[1u << kOfMaxLog];
+  u32 ll_log, ml_log, of_log, pad;
+};
+static_assert(sizeof(SeqTables) % 16 == 0, "SeqTables is copied in 16-byte words");
+
+// A block's scratch: literals, the three record arrays, then (blocks with sequences) its
+// SeqTables, each part 16-byte aligned.
+CS_HD inline u64 step_tables_at(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * s.seq_cap); }
+CS_HD inline u64 step_scratch_bytes(const BlockStep& s) {
+  return step_tables_at(s) + (s.nb_seq > 0 ? sizeof(SeqTables) : 0);
+}
 
 // ---- pass 1: plan ---------------------------------------------------------------------------
 
@@ -294,17 +311,18 @@ CS_HD inline void plan_buffer(const u8* src, std::size_t n, BlockStep* steps, u6
 }
 
 // ---- pass 2: entropy ------------------------------------------------------------------------
+//
+// Two halves, so that the serial part (the sequence stream) can run one block per thread:
+//   2a decode_block_literals (a team per block): tables, literals; copies the block's three
+//      sequence-code tables into its scratch (SeqTables).
+//   2b decode_block_sequences (one thread per block): the sequence stream into records.
+// decode_block_entropy runs both for one block.
 
 namespace detail {
 
 template <class Team>
-CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, ZstdTables* t, u8* blk, u32* n_ok,
-                           RepeatOffsets* reps) {
+CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockStep& s, ZstdTables* t, u8* blk) {
   t->huf_valid = t->ll_valid = t->ml_valid = t->of_valid = 0;
-  reps->rep[0] = sym_rep(0);
-  reps->rep[1] = sym_rep(1);
-  reps->rep[2] = sym_rep(2);
-  *n_ok = 0;
   std::size_t used = 0;
   // Treeless literals: rebuild the tree of the block that described it.
   if (s.lit_type == 3) CS_ZSTD_TRY(read_huffman_tree(team, src + s.huf.at, s.huf.avail, t, &used));
@@ -315,6 +333,25 @@ CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, 
     CS_ZSTD_TRY(build_code_table(team, static_cast<SeqCode>(k), s.code[k].mode, src + s.code[k].at, s.code[k].avail,
                                  t, &used));
   }
+  // The states each table has (RLE: one), copied for pass 2b.
+  team.sync();
+  SeqTables* out = reinterpret_cast<SeqTables*>(blk + step_tables_at(s));
+  const u32 nll = 1u << t->ll_log, nml = 1u << t->ml_log, nof = 1u << t->of_log;
+  for (u32 i = team.rank(); i < nll; i += team.size()) out->ll[i] = t->ll[i];
+  for (u32 i = team.rank(); i < nml; i += team.size()) out->ml[i] = t->ml[i];
+  for (u32 i = team.rank(); i < nof; i += team.size()) out->of[i] = t->of[i];
+  if (team.rank() == 0) {
+    out->ll_log = t->ll_log;
+    out->ml_log = t->ml_log;
+    out->of_log = t->of_log;
+    out->pad = 0;
+  }
+  return DecodeStatus::kOk;
+}
+
+// The sequence stream of one block, by one thread, with the tables of pass 2a.
+CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const SeqTables* t, u8* blk, u32* n_ok,
+                                            RepeatOffsets* reps) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
@@ -325,16 +362,14 @@ CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, 
     u64 of_value = 0, offset = 0;
     CS_ZSTD_TRY(stream.next(t, i + 1 == s.nb_seq, &ll, &ml, &of_value));
     CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
-    if (team.rank() == 0) {
-      if (sym_is(offset)) {
-        rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
-        rec_off[i] = static_cast<u32>(sym_sub(offset));
-      } else {
-        rec_ll[i] = ll;
-        rec_off[i] = static_cast<u32>(offset);
-      }
-      rec_ml[i] = ml;
+    if (sym_is(offset)) {
+      rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
+      rec_off[i] = static_cast<u32>(sym_sub(offset));
+    } else {
+      rec_ll[i] = ll;
+      rec_off[i] = static_cast<u32>(offset);
     }
+    rec_ml[i] = ml;
     *n_ok = i + 1;
   }
   if (s.seq_cap == s.nb_seq) CS_ZSTD_REQUIRE(stream.bits.finished_exactly(), kCorrupt);
@@ -343,56 +378,170 @@ CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, 
 
 }  // namespace detail
 
-// Pass 2 for one compressed block: `blk` is its scratch (scratch base + s->scratch); writes
-// s->status, s->n_ok and s->reps_end. `t` is the team's table space.
+// Whether pass 2b has work for this step (pass 2a left it ok and it has sequences).
+CS_HD inline bool needs_sequences(const BlockStep& s) {
+  return s.kind == kStepCompressed && s.status == static_cast<u32>(DecodeStatus::kOk) && s.nb_seq > 0;
+}
+CS_HD inline const SeqTables* step_seq_tables(const BlockStep& s, const u8* blk) {
+  return reinterpret_cast<const SeqTables*>(blk + step_tables_at(s));
+}
+
+// Pass 2a for one compressed block: `blk` is its scratch (scratch base + s->scratch); writes
+// s->status (an error, or ok when the literals and tables are) with n_ok = 0 and the block's
+// repeat offsets unchanged. `t` is the team's table space.
 template <class Team>
-CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, ZstdTables* t, u8* blk) {
-  u32 n_ok = 0;
-  RepeatOffsets reps;
-  const DecodeStatus st = detail::entropy(team, src, *s, t, blk, &n_ok, &reps);
+CS_HD void decode_block_literals(const Team& team, const u8* src, BlockStep* s, ZstdTables* t, u8* blk) {
+  const DecodeStatus st = detail::entropy_front(team, src, *s, t, blk);
   team.sync();
   if (team.rank() == 0) {
     s->status = static_cast<u32>(st);
-    s->n_ok = n_ok;
-    for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
+    s->n_ok = 0;
+    for (u32 k = 0; k < 3; ++k) s->reps_end[k] = sym_rep(k);
   }
+}
+
+// Pass 2b for one block with needs_sequences(*s), by one thread; `t` holds the block's
+// SeqTables (its scratch copy, or a copy of that). Writes s->status, s->n_ok, s->reps_end.
+CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk) {
+  u32 n_ok = 0;
+  // Repeat offsets relative to the block's incoming ones (kSymTag).
+  RepeatOffsets reps{{sym_rep(0), sym_rep(1), sym_rep(2)}};
+  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps);
+  s->status = static_cast<u32>(st);
+  s->n_ok = n_ok;
+  for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
+}
+
+// Pass 2 for one compressed block: 2a by the team, then 2b by its first member.
+template <class Team>
+CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, ZstdTables* t, u8* blk) {
+  decode_block_literals(team, src, s, t, blk);
+  team.sync();
+  if (team.rank() == 0 && needs_sequences(*s)) decode_block_sequences(src, s, step_seq_tables(*s, blk), blk);
+  team.sync();
 }
 
 // ---- pass 3: execution ----------------------------------------------------------------------
+//
+// Matches read earlier output of the same frame. On the GPU the output is global memory that
+// this team wrote moments ago, so a match round costs an L2 round trip; most matches (small
+// offsets) read the last few KiB. So the team may keep the last kRingBytes bytes of the frame's
+// output in a ring (shared memory on the GPU; `ring` null: none) and read matches from it.
+//
+// Ring rule, per group of sequences whose output ends at g_end: let lo = g_end - kRingBytes
+// (0 when negative). Output bytes at positions p >= lo also go to ring[p mod kRingBytes], and
+// a match whose source starts at q >= lo reads the ring, otherwise the output. Every position
+// written into the ring in this group lies in [lo, g_end), a span of kRingBytes, so no two
+// writes of the group share a slot (no race between members), and a slot read at q >= lo
+// holds position q: written in this group before it is read (the round order below), or
+// earlier, when the groups before had lo' <= lo and nothing since wrote q + kRingBytes >= g_end.
+
+inline constexpr u64 kRingBytes = 32768;
+inline constexpr u64 kRingMask = kRingBytes - 1;
 
 namespace detail {
 
-// Copies n bytes, d and s not overlapping, by one member: eight loads issued before their
-// stores, so that one copy of a typical sequence (a few literals, a match of under 16 bytes)
-// waits for memory twice, not once per byte.
-CS_HD inline void lane_copy(u8* d, const u8* s, std::size_t n) {
-  std::size_t i = 0;
+CS_HD inline u64 ring_lo(u64 g_end) { return g_end > kRingBytes ? g_end - kRingBytes : 0; }
+
+// Copies n literals s[0, n) to out[o, o + n) (and the ring), by one member: eight loads issued
+// before their stores, so that a typical sequence waits for memory once or twice, not per byte.
+CS_HD inline void lane_lits(u8* out, u8* ring, u64 o, const u8* s, u64 n, u64 lo) {
+  u64 i = 0;
   for (; i + 8 <= n; i += 8) {
     u8 v[8];
     for (int k = 0; k < 8; ++k) v[k] = s[i + k];
-    for (int k = 0; k < 8; ++k) d[i + k] = v[k];
+    for (int k = 0; k < 8; ++k) out[o + i + k] = v[k];
+    if (ring && o + i + 8 > lo) {
+      for (int k = 0; k < 8; ++k) {
+        if (o + i + k >= lo) ring[(o + i + k) & kRingMask] = v[k];
+      }
+    }
   }
-  for (; i < n; ++i) d[i] = s[i];
+  for (; i < n; ++i) {
+    const u8 v = s[i];
+    out[o + i] = v;
+    if (ring && o + i >= lo) ring[(o + i) & kRingMask] = v;
+  }
 }
-// A match copy by one member. Byte i of the match is byte i - off of the output, so with
-// off >= 8 the eight source bytes of a step all lie before it (lane_copy's order is safe);
-// with off < 8 it goes byte by byte, forward, which repeats the last off bytes.
-CS_HD inline void lane_match(u8* d, std::size_t off, std::size_t n) {
-  if (off >= 8) {
-    lane_copy(d, d - off, n);
+
+// The match copy of section 3.1.2 by one member: n bytes at out[d] from `off` bytes back. With
+// off >= 8 the eight source bytes of a step all lie before the step's destination, so they
+// are loaded together; with off < 8 byte by byte, forward, which repeats the last off bytes.
+CS_HD inline void lane_match(u8* out, u8* ring, u64 d, u64 off, u64 n, u64 lo) {
+  const u64 q = d - off;
+  if (ring && q >= lo) {  // every source and destination position is >= lo: ring only
+    u64 i = 0;
+    if (off >= 8) {
+      for (; i + 8 <= n; i += 8) {
+        u8 v[8];
+        for (int k = 0; k < 8; ++k) v[k] = ring[(q + i + k) & kRingMask];
+        for (int k = 0; k < 8; ++k) {
+          out[d + i + k] = v[k];
+          ring[(d + i + k) & kRingMask] = v[k];
+        }
+      }
+    }
+    for (; i < n; ++i) {
+      const u8 v = ring[(q + i) & kRingMask];
+      out[d + i] = v;
+      ring[(d + i) & kRingMask] = v;
+    }
     return;
   }
-  const u8* s = d - off;
-  for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
+  u64 i = 0;
+  if (off >= 8) {
+    for (; i + 8 <= n; i += 8) {
+      u8 v[8];
+      for (int k = 0; k < 8; ++k) v[k] = out[q + i + k];
+      for (int k = 0; k < 8; ++k) out[d + i + k] = v[k];
+      if (ring && d + i + 8 > lo) {
+        for (int k = 0; k < 8; ++k) {
+          if (d + i + k >= lo) ring[(d + i + k) & kRingMask] = v[k];
+        }
+      }
+    }
+  }
+  for (; i < n; ++i) {
+    const u8 v = out[q + i];
+    out[d + i] = v;
+    if (ring && d + i >= lo) ring[(d + i) & kRingMask] = v;
+  }
+}
+
+// Literals (or a raw block) by the whole team: out[o, o + n) = s[0, n), then the ring part.
+template <class Team>
+CS_HD void team_lits(const Team& team, u8* out, u8* ring, u64 o, const u8* s, u64 n, u64 lo) {
+  team_copy(team, out + o, s, static_cast<std::size_t>(n));
+  if (!ring) return;
+  for (u64 i = (lo > o ? lo - o : 0) + team.rank(); i < n; i += team.size()) ring[(o + i) & kRingMask] = s[i];
+}
+
+// A match by the whole team: byte i comes from source byte i mod off, which lies wholly
+// before d, so members need not wait on one another (see team_match_copy).
+template <class Team>
+CS_HD void team_match(const Team& team, u8* out, u8* ring, u64 d, u64 off, u64 n, u64 lo) {
+  const u64 q = d - off;
+  if (!ring) {
+    team_match_copy(team, out + d, static_cast<std::size_t>(off), static_cast<std::size_t>(n));
+    return;
+  }
+  const bool from_ring = q >= lo;
+  for (u64 i = team.rank(); i < n; i += team.size()) {
+    const u64 from = q + (off >= n ? i : i % off);
+    const u8 v = from_ring ? ring[from & kRingMask] : out[from];
+    out[d + i] = v;
+    if (d + i >= lo) ring[(d + i) & kRingMask] = v;
+  }
 }
 
 // Members whose copies are longer than this hand them to the whole team.
 inline constexpr u32 kLongCopy = 32;
 
-// The literals and matches of the sequences of one compressed block.
+// The literals and matches of the sequences of one compressed block. `out` is the frame's
+// output (its first byte is frame position 0), *pos the frame position reached.
 template <class Team>
 CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const BlockStep& s, const u8* blk, u8* out,
-                                      std::size_t cap, std::size_t* pos, RepeatOffsets* reps) {
+                                      u8* ring, std::size_t cap, std::size_t* pos, RepeatOffsets* reps) {
   const u8* lits = s.lit_type == 0 ? src + s.lit_at : blk;
   const u64 lits_size = s.lit_regen;
   const u32* rec_ll = reinterpret_cast<const u32*>(blk + step_lit_bytes(s));
@@ -402,20 +551,29 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   u64 o = *pos;
   u64 lit_pos = 0;
   const u32 n = s.n_ok;
+  // Each member's record of the next group is loaded one group ahead, so that its memory
+  // latency overlaps the current group's copies.
+  u32 next_llw = 0, next_ml = 0, next_off = 0;
+  if (team.rank() < n) {
+    next_llw = rec_ll[team.rank()];
+    next_ml = rec_ml[team.rank()];
+    next_off = rec_off[team.rank()];
+  }
   for (u32 first = 0; first < n; first += team.size()) {
     const u32 i = first + team.rank();
     const bool act = i < n;
-    u32 ll = 0, ml = 0, offw = 0, llw = 0;
-    if (act) {
-      llw = rec_ll[i];
-      ml = rec_ml[i];
-      offw = rec_off[i];
-      ll = llw & ((1u << 29) - 1);
+    const u32 llw = next_llw, ml = act ? next_ml : 0, offw = next_off;
+    const u32 ll = act ? llw & ((1u << 29) - 1) : 0;
+    const u32 ahead = i + team.size();
+    if (ahead < n) {
+      next_llw = rec_ll[ahead];
+      next_ml = rec_ml[ahead];
+      next_off = rec_off[ahead];
     }
     // The offset: stored, or "incoming rep[idx] - sub", which must not reach 0 (section 3.1.2.5).
     u64 offset = offw;
     DecodeStatus st = DecodeStatus::kOk;
-    if (llw & kRecSym) {
+    if (act && (llw & kRecSym)) {
       const u64 r = reps->rep[(llw >> 29) & 3];
       if (r <= offw) st = DecodeStatus::kCorrupt;
       offset = r - offw;
@@ -435,14 +593,17 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
     }
     const u32 bad = team.ballot(act && st != DecodeStatus::kOk);
     if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), team.lowest(bad)));
+    const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
+    const u64 total = team.shfl(incl, last);
+    const u64 lo = ring_lo(o + (total & 0xFFFFFFFFu));  // this group's ring window (see above)
     // Literals: members copy their own; long runs go to the whole team, one at a time.
     const bool long_lit = ll > kLongCopy;
-    if (!long_lit) lane_copy(out + my_out, lits + my_lit, ll);
+    if (!long_lit) lane_lits(out, ring, my_out, lits + my_lit, ll, lo);
     for (u32 m = team.ballot(long_lit); m; m &= m - 1) {
       const u32 who = team.lowest(m);
       const u64 d = team.shfl(my_out, who), sl = team.shfl(my_lit, who);
       const u32 len = team.shfl(ll, who);
-      team_copy(team, out + d, lits + sl, len);
+      team_lits(team, out, ring, d, lits + sl, len, lo);
     }
     team.sync();
     // Matches, in rounds: the lowest pending member can always go (everything before its
@@ -456,18 +617,16 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
       const u64 read_end = mdst - offset + (ml < offset ? ml : offset);
       const bool ready = pending && (team.rank() == lead || read_end <= front);
       const bool long_match = ready && ml > kLongCopy;
-      if (ready && !long_match) lane_match(out + mdst, static_cast<std::size_t>(offset), ml);
+      if (ready && !long_match) lane_match(out, ring, mdst, offset, ml, lo);
       for (u32 m = team.ballot(long_match); m; m &= m - 1) {
         const u32 who = team.lowest(m);
         const u64 d = team.shfl(mdst, who), off = team.shfl(offset, who);
         const u32 len = team.shfl(ml, who);
-        team_match_copy(team, out + d, static_cast<std::size_t>(off), len);
+        team_match(team, out, ring, d, off, len, lo);
       }
       team.sync();
       if (ready) pending = false;
     }
-    const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
-    const u64 total = team.shfl(incl, last);
     lit_pos += total >> 32;
     o += total & 0xFFFFFFFFu;
   }
@@ -484,7 +643,7 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   const u64 rest = lits_size - lit_pos;
   CS_ZSTD_REQUIRE(o - block_start + rest <= kBlockSizeMax, kCorrupt);
   CS_ZSTD_REQUIRE(rest <= cap - o, kWrongSize);
-  team_copy(team, out + o, lits + lit_pos, static_cast<std::size_t>(rest));
+  team_lits(team, out, ring, o, lits + lit_pos, rest, ring_lo(o + rest));
   o += rest;
   team.sync();
   *pos = static_cast<std::size_t>(o);
@@ -495,10 +654,11 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
 
 // Pass 3 for one buffer: runs its steps (from plan_buffer, compressed ones through pass 2)
 // into dst[0, dst_size). `scratch` is the base the steps' scratch offsets refer to;
-// `xxh_acc` is 4 u64 the team shares (checksums).
+// `xxh_acc` is 4 u64 the team shares (checksums); `ring` is kRingBytes of fast memory the
+// team shares for match sources, or null (see the ring rule above).
 template <class Team>
 CS_HD DecodeStatus execute_steps(const Team& team, const u8* src, const BlockStep* steps, u64 count, const u8* scratch,
-                                 u8* dst, std::size_t dst_size, bool verify_checksum, u64* xxh_acc) {
+                                 u8* dst, std::size_t dst_size, bool verify_checksum, u64* xxh_acc, u8* ring = nullptr) {
   std::size_t done = 0;  // bytes of dst the finished frames produced
   std::size_t o = 0;     // bytes of the current frame
   std::size_t cap = 0;   // bytes available to the current frame
@@ -518,7 +678,7 @@ CS_HD DecodeStatus execute_steps(const Team& team, const u8* src, const BlockSte
         break;
       case kStepRaw:
         CS_ZSTD_REQUIRE(s.size <= cap - o, kWrongSize);
-        team_copy(team, out + o, src + s.at, static_cast<std::size_t>(s.size));
+        detail::team_lits(team, out, ring, o, src + s.at, s.size, detail::ring_lo(o + s.size));
         o += static_cast<std::size_t>(s.size);
         team.sync();
         break;
@@ -526,12 +686,16 @@ CS_HD DecodeStatus execute_steps(const Team& team, const u8* src, const BlockSte
         CS_ZSTD_REQUIRE(s.size <= cap - o, kWrongSize);
         const u8 v = src[s.at];
         for (std::size_t i = team.rank(); i < s.size; i += team.size()) out[o + i] = v;
+        if (ring) {
+          const u64 lo = detail::ring_lo(o + s.size);
+          for (u64 i = (lo > o ? lo - o : 0) + team.rank(); i < s.size; i += team.size()) ring[(o + i) & kRingMask] = v;
+        }
         o += static_cast<std::size_t>(s.size);
         team.sync();
         break;
       }
       case kStepCompressed:
-        CS_ZSTD_TRY(detail::execute_compressed(team, src, s, scratch + s.scratch, out, cap, &o, &reps));
+        CS_ZSTD_TRY(detail::execute_compressed(team, src, s, scratch + s.scratch, out, ring, cap, &o, &reps));
         break;
       case kStepFrameEnd:
         if (s.flags & kStepHasContentSize) CS_ZSTD_REQUIRE(o == s.size, kCorrupt);
