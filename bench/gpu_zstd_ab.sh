@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# GPU Zstandard decoder, previous version vs this tree in one session on the GPU machine
+# (16 cores, CUDA, cmake, ninja, zstd headers). The previous version's sources are a copy of
+# src/ include/ bench/ cmake/ CMakeLists.txt at the commit to compare with, in $OLD_TREE
+# (default build-old/tree; make it with
+#   mkdir -p build-old/tree && git archive <commit> src include bench cmake CMakeLists.txt | tar -x -C build-old/tree).
+#
+#     OUT=/some/dir bash bench/gpu_zstd_ab.sh
+#
+# Steps (each capped, logged; a failing step does not stop the later ones), in order of need:
+#   build     this tree (tests + bench) into build-gpu-zstd/, the old tree's bench into
+#             build-old/b, side by side                                  -> $OUT/build.log
+#   tests     ZstdLogic*, ZstdBatch*, ZstdCodec*                          -> $OUT/gpu_tests.log
+#   bench     new, then old, same batches and levels, libzstd on all cores in each
+#                                                                         -> $OUT/bench_new.md, bench_old.md
+#   ncu       duration of each zstd kernel of one decode, big batch, each level -> $OUT/ncu.log
+#   memcheck  the GPU batch tests under compute-sanitizer                 -> $OUT/memcheck.log
+# Knobs: BIG=256 SMALL=1024 REPEAT=5 LEVELS=1,3,5 SKIP_OLD=0 SKIP_MEMCHECK=0 SKIP_NCU=0 STEPS="build tests bench ncu memcheck"
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-$PWD/.bench/gpu_zstd_ab}
+OLD_TREE=${OLD_TREE:-build-old/tree}
+BUILD=build-gpu-zstd
+OLD_BUILD=build-old/b
+BIG=${BIG:-256}; SMALL=${SMALL:-1024}; REPEAT=${REPEAT:-5}; LEVELS=${LEVELS:-1,3,5}
+STEPS=${STEPS:-"build tests bench ncu memcheck"}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/run.log") 2>&1
+START=$(date +%s)
+log() { printf '[zstd_ab %s +%4ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - START))" "$*"; }
+step() {  # step NAME CAP_SECONDS command...
+  local name=$1 cap=$2; shift 2
+  case " $STEPS " in *" $name "*) ;; *) log "=== $name: not asked"; return 0;; esac
+  local t0=$(date +%s) rc=0
+  log "=== $name (cap ${cap}s)"
+  timeout -k 10 "$cap" "$@" || rc=$?
+  log "=== $name: rc=$rc in $(($(date +%s) - t0))s"
+  return 0
+}
+build() {
+  nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,clocks.max.sm --format=csv || true
+  local j=$(( $(nproc) / 2 ))
+  ( cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
+      >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$j" cubestream_tests gpu_zstd_bench >>"$OUT/build.log" 2>&1 ) &
+  local p1=$!
+  local p2=
+  if [ "${SKIP_OLD:-0}" != 1 ]; then
+    ( cmake -S "$OLD_TREE" -B "$OLD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON \
+        -DCUBESTREAM_BUILD_PYTHON=OFF -DCUBESTREAM_BUILD_TESTS=OFF >"$OUT/build_old.tmp" 2>&1 &&
+      ninja -C "$OLD_BUILD" -j"$j" gpu_zstd_bench >>"$OUT/build_old.tmp" 2>&1 ) &
+    p2=$!
+  fi
+  local rc=0
+  wait $p1 || { rc=1; grep -E 'error|FAILED' "$OUT/build.log" | head -30; }
+  if [ -n "$p2" ]; then wait $p2 || { rc=1; echo "old build failed"; grep -E 'error|FAILED' "$OUT/build_old.tmp" | head -20; }; fi
+  [ -f "$OUT/build_old.tmp" ] && { echo "---- old tree"; tail -5 "$OUT/build_old.tmp"; } >>"$OUT/build.log" && rm -f "$OUT/build_old.tmp"
+  tail -2 "$OUT/build.log"
+  return $rc
+}
+tests() {
+  "$BUILD"/tests/cubestream_tests --gtest_filter='ZstdLogic*:ZstdBatch*:ZstdCodec*' >"$OUT/gpu_tests.log" 2>&1
+  local rc=$?
+  grep -E '^\[ZstdBatch\]|PASSED|FAILED|SKIPPED' "$OUT/gpu_tests.log" | head -30
+  return $rc
+}
+bench() {
+  "$BUILD"/gpu_zstd_bench --big "$BIG" --small "$SMALL" --repeat "$REPEAT" --v1-repeat 0 --levels "$LEVELS" \
+    --md "$OUT/bench_new.md" 2>&1 | tail -20
+  if [ "${SKIP_OLD:-0}" != 1 ] && [ -x "$OLD_BUILD"/gpu_zstd_bench ]; then
+    "$OLD_BUILD"/gpu_zstd_bench --big "$BIG" --small "$SMALL" --repeat "$REPEAT" --v1-repeat 0 --levels "$LEVELS" \
+      --md "$OUT/bench_old.md" 2>&1 | tail -20
+  fi
+}
+ncu_step() {
+  command -v ncu >/dev/null || { log "no ncu"; return 0; }
+  local l
+  for l in ${LEVELS//,/ }; do
+    echo "---- level $l, $BIG x 4 MiB, first decode (the verified one)"
+    ncu --kernel-name regex:'zstd_' --launch-count 5 --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+      "$BUILD"/gpu_zstd_bench --big "$BIG" --small 0 --repeat 1 --v1-repeat 0 --levels "$l" 2>&1 |
+      grep -E 'zstd_[a-z_]+kernel|gpu__time|warps_active|sm__throughput' | sed -E 's/\(.*//'
+  done >"$OUT/ncu.log"
+  cat "$OUT/ncu.log"
+}
+memcheck() {
+  compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+    "$BUILD"/tests/cubestream_tests --gtest_filter='ZstdBatch*' >"$OUT/memcheck.log" 2>&1
+  local rc=$?
+  grep -E 'ERROR SUMMARY|PASSED|FAILED|Invalid' "$OUT/memcheck.log" | head -20
+  return $rc
+}
+step build 330 build
+step tests 150 tests
+step bench 300 bench
+step ncu 200 ncu_step
+step memcheck 240 memcheck
+log "done in $(($(date +%s) - START))s"
+ls -la "$OUT"
