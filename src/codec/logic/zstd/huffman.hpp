@@ -131,7 +131,29 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
   CS_ZSTD_TRY(bits.init(src, n));
   const u32 log = ws->huf_log;
   const HufEntry* table = ws->huf;
-  for (std::size_t i = 0; i < count; ++i) {
+  std::size_t i = 0;
+  // Fast path, while at least 64 bits are unread: the 8 bytes ending with the byte that holds
+  // the next unread bit hold the next 57-64 bits, enough for four codes of at most
+  // kHufMaxLog = 11 bits (44), so four symbols need one load and no bounds or overflow checks.
+  // The same bits as the general loop below (bits [pos - log, pos), then pos -= nbits).
+  {
+    u64 pos = bits.pos;
+    const u64 mask = (u64(1) << log) - 1;
+    while (pos >= 64 && count - i >= 4) {
+      const u64 b = ((pos + 7) >> 3) - 8;  // 8b + 57 <= pos <= 8b + 64, and b + 8 <= n
+      const u64 w = load_le64_in(src + b, src, src + n);
+      u32 avail = static_cast<u32>(pos - 8 * b);
+      for (int k = 0; k < 4; ++k) {
+        const HufEntry e = table[(w >> (avail - log)) & mask];
+        out[i + k] = e.symbol;
+        avail -= e.nbits;
+      }
+      pos = 8 * b + avail;
+      i += 4;
+    }
+    bits.pos = pos;
+  }
+  for (; i < count; ++i) {
     const HufEntry e = table[bits.peek(log)];
     out[i] = e.symbol;
     bits.consume(e.nbits);
