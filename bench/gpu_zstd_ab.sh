@@ -33,7 +33,8 @@ step() {  # step NAME CAP_SECONDS command...
   case " $STEPS " in *" $name "*) ;; *) log "=== $name: not asked"; return 0;; esac
   local t0=$(date +%s) rc=0
   log "=== $name (cap ${cap}s)"
-  timeout -k 10 "$cap" "$@" || rc=$?
+  # timeout runs programs, not shell functions: the functions and settings go through bash -c.
+  timeout -k 10 "$cap" bash -c "$*" || rc=$?
   log "=== $name: rc=$rc in $(($(date +%s) - t0))s"
   return 0
 }
@@ -89,6 +90,9 @@ memcheck() {
   grep -E 'ERROR SUMMARY|PASSED|FAILED|Invalid' "$OUT/memcheck.log" | head -20
   return $rc
 }
+export OUT OLD_TREE BUILD OLD_BUILD BIG SMALL REPEAT LEVELS
+export -f log build tests bench ncu_step memcheck
+export START
 step build 330 build
 step tests 150 tests
 step bench 300 bench
