@@ -125,10 +125,17 @@ constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tab
 // with that block's SeqTables in shared memory (32 x 5 KiB: one CTA per SM).
 constexpr int kSeqLanes = 32;
 constexpr std::size_t kSeqSmem = kSeqLanes * sizeof(zl::SeqTables);
-// The execute kernel: one warp per CTA and buffer, with a kRingBytes window of the output in
-// shared memory (split.hpp, ring rule).
+// The execute kernel: one warp per CTA and buffer (256 buffers spread over all SMs rather than
+// 4 per CTA on 64 of them). kExecRing: also keep a kRingBytes window of the output in shared
+// memory for match sources (split.hpp, ring rule). Measured neutral at 256 x 4 MiB (rounds
+// of matches are ~1.2 per group and half the offsets exceed 32 KiB) and it limits residency
+// for many buffers (32 KiB of shared memory per warp), so it is off.
 constexpr int kExecWarps = 1;
-constexpr int kPlanThreads = 128;
+constexpr bool kExecRing = false;
+// One thread per buffer walking its block headers and FSE descriptions: byte loads at 32
+// unrelated addresses per warp instruction. Small CTAs spread the buffers over many SMs
+// (128-thread CTAs put 256 buffers on 2 SMs: 15 ms at level 3 under ncu).
+constexpr int kPlanThreads = 8;
 // Version-1 workspaces kept for the buffers that do not fit (and the v1-only path's minimum).
 constexpr std::size_t kFallbackWarps = 16;
 // A fraction of what remains after the workspaces holds the steps, the rest the arena.
@@ -200,47 +207,58 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
   }
 }
 
-// Pass 2b: every lane takes steps from a queue of its own and decodes the sequence stream of
-// each compressed block pass 2a left ok, with the block's tables copied into its slot of
-// shared memory. Lanes run independent loops; the warp only shares the SM.
+// Pass 2b: a warp takes 32 consecutive steps at a time and each lane decodes the sequence
+// stream of its step when pass 2a left it ok, with the block's tables copied into the lane's
+// slot of shared memory. The warp takes its steps together and meets again after them, so
+// that its lanes run the decoding loop side by side: lanes that took steps one at a time from
+// their own queue (the first version) drifted apart into separately scheduled groups and ran
+// ~8x slower than predicted (60 ms at level 3, 256 x 4 MiB).
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena) {
   extern __shared__ uint4 seq_smem[];
+  const unsigned lane = threadIdx.x & 31u;
   zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + threadIdx.x;
   const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
   for (;;) {
-    const unsigned long long k = atomicAdd(&counters->seq_queue, 1ull);
-    if (k >= total) break;
-    zl::BlockStep st = steps[k];
-    if (!zl::needs_sequences(st)) continue;
-    const auto* p = static_cast<const zl::u8*>(src[st.owner]);
-    unsigned char* blk = arena + st.scratch;
-    const zl::SeqTables* g = zl::step_seq_tables(st, blk);
-    const zl::u32 logs[3] = {g->ll_log, g->ml_log, g->of_log};
-    // The used states of each table, in 16-byte words (4 entries).
-    const uint4* from[3] = {reinterpret_cast<const uint4*>(g->ll), reinterpret_cast<const uint4*>(g->ml),
-                            reinterpret_cast<const uint4*>(g->of)};
-    uint4* to[3] = {reinterpret_cast<uint4*>(mine->ll), reinterpret_cast<uint4*>(mine->ml),
-                    reinterpret_cast<uint4*>(mine->of)};
-    for (int t = 0; t < 3; ++t) {
-      const unsigned words = ((1u << logs[t]) + 3) / 4;
-      unsigned i = 0;
-      for (; i + 4 <= words; i += 4) {
-        const uint4 a = from[t][i], b = from[t][i + 1], c = from[t][i + 2], d = from[t][i + 3];
-        to[t][i] = a;
-        to[t][i + 1] = b;
-        to[t][i + 2] = c;
-        to[t][i + 3] = d;
+    unsigned long long base = 0;
+    if (lane == 0) base = atomicAdd(&counters->seq_queue, static_cast<unsigned long long>(kSeqLanes));
+    base = __shfl_sync(0xFFFFFFFFu, base, 0);
+    if (base >= total) break;
+    const unsigned long long k = base + lane;
+    if (k < total) {
+      zl::BlockStep st = steps[k];
+      if (zl::needs_sequences(st)) {
+        const auto* p = static_cast<const zl::u8*>(src[st.owner]);
+        unsigned char* blk = arena + st.scratch;
+        const zl::SeqTables* g = zl::step_seq_tables(st, blk);
+        const zl::u32 logs[3] = {g->ll_log, g->ml_log, g->of_log};
+        // The used states of each table, in 16-byte words (4 entries).
+        const uint4* from[3] = {reinterpret_cast<const uint4*>(g->ll), reinterpret_cast<const uint4*>(g->ml),
+                                reinterpret_cast<const uint4*>(g->of)};
+        uint4* to[3] = {reinterpret_cast<uint4*>(mine->ll), reinterpret_cast<uint4*>(mine->ml),
+                        reinterpret_cast<uint4*>(mine->of)};
+        for (int t = 0; t < 3; ++t) {
+          const unsigned words = ((1u << logs[t]) + 3) / 4;
+          unsigned i = 0;
+          for (; i + 4 <= words; i += 4) {
+            const uint4 a = from[t][i], b = from[t][i + 1], c = from[t][i + 2], d = from[t][i + 3];
+            to[t][i] = a;
+            to[t][i + 1] = b;
+            to[t][i + 2] = c;
+            to[t][i + 3] = d;
+          }
+          for (; i < words; ++i) to[t][i] = from[t][i];
+        }
+        mine->ll_log = logs[0];
+        mine->ml_log = logs[1];
+        mine->of_log = logs[2];
+        zl::decode_block_sequences(p, &st, mine, blk);
+        steps[k].status = st.status;
+        steps[k].n_ok = st.n_ok;
+        for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
       }
-      for (; i < words; ++i) to[t][i] = from[t][i];
     }
-    mine->ll_log = logs[0];
-    mine->ml_log = logs[1];
-    mine->of_log = logs[2];
-    zl::decode_block_sequences(p, &st, mine, blk);
-    steps[k].status = st.status;
-    steps[k].n_ok = st.n_ok;
-    for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
+    __syncwarp();
   }
 }
 
@@ -249,7 +267,7 @@ __global__ void __launch_bounds__(kExecWarps * 32)
                         std::size_t num_buffers, const BufferPlan* plans, const zl::BlockStep* steps,
                         const unsigned char* arena, bool verify) {
   __shared__ zl::u64 xxh[kExecWarps][4];
-  __shared__ __align__(16) zl::u8 ring[kExecWarps][zl::kRingBytes];
+  __shared__ __align__(16) zl::u8 ring[kExecRing ? kExecWarps : 1][kExecRing ? zl::kRingBytes : 16];
   const std::size_t b = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const unsigned lane = threadIdx.x & 31u;
   if (b >= num_buffers) return;
@@ -259,7 +277,7 @@ __global__ void __launch_bounds__(kExecWarps * 32)
   const DecodeStatus s =
       zl::execute_steps(team, static_cast<const zl::u8*>(src[b]), steps + plan.first_step, plan.num_steps, arena,
                         static_cast<zl::u8*>(dst[b]), dst_sizes[b], verify, xxh[threadIdx.x / 32],
-                      ring[threadIdx.x / 32]);
+                      kExecRing ? ring[threadIdx.x / 32] : nullptr);
   if (lane == 0) status[b] = s;
 }
 

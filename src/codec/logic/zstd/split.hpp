@@ -443,6 +443,16 @@ namespace detail {
 
 CS_HD inline u64 ring_lo(u64 g_end) { return g_end > kRingBytes ? g_end - kRingBytes : 0; }
 
+// A hint to bring the line holding p into the GPU's L2; nothing on the host. p must lie in
+// memory the call may read.
+CS_HD inline void prefetch_l2(const void* p) {
+#if CS_DEVICE_PASS
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+
 // Copies n literals s[0, n) to out[o, o + n) (and the ring), by one member: eight loads issued
 // before their stores, so that a typical sequence waits for memory once or twice, not per byte.
 CS_HD inline void lane_lits(u8* out, u8* ring, u64 o, const u8* s, u64 n, u64 lo) {
@@ -551,24 +561,36 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   u64 o = *pos;
   u64 lit_pos = 0;
   const u32 n = s.n_ok;
-  // Each member's record of the next group is loaded one group ahead, so that its memory
-  // latency overlaps the current group's copies.
-  u32 next_llw = 0, next_ml = 0, next_off = 0;
+  // Memory latency, not instructions, bounds this loop on the GPU (one warp per frame, a few
+  // warps per SM; ERA5-like data matches mostly 4 KiB - 1 MiB back, so match sources and the
+  // literals come from L2 or DRAM; docs/gpu_zstd.md, version 3). So each member's records are
+  // loaded two groups ahead, and while a group is copied the next group's literal and match
+  // sources are prefetched into L2 (positions from one more scan).
+  u32 nx_llw = 0, nx_ml = 0, nx_off = 0;  // group g + 1
+  u32 af_llw = 0, af_ml = 0, af_off = 0;  // group g + 2
   if (team.rank() < n) {
-    next_llw = rec_ll[team.rank()];
-    next_ml = rec_ml[team.rank()];
-    next_off = rec_off[team.rank()];
+    nx_llw = rec_ll[team.rank()];
+    nx_ml = rec_ml[team.rank()];
+    nx_off = rec_off[team.rank()];
+  }
+  if (team.rank() + team.size() < n) {
+    af_llw = rec_ll[team.rank() + team.size()];
+    af_ml = rec_ml[team.rank() + team.size()];
+    af_off = rec_off[team.rank() + team.size()];
   }
   for (u32 first = 0; first < n; first += team.size()) {
     const u32 i = first + team.rank();
     const bool act = i < n;
-    const u32 llw = next_llw, ml = act ? next_ml : 0, offw = next_off;
+    const u32 llw = nx_llw, ml = act ? nx_ml : 0, offw = nx_off;
     const u32 ll = act ? llw & ((1u << 29) - 1) : 0;
-    const u32 ahead = i + team.size();
+    nx_llw = af_llw;
+    nx_ml = af_ml;
+    nx_off = af_off;
+    const u32 ahead = i + 2 * team.size();
     if (ahead < n) {
-      next_llw = rec_ll[ahead];
-      next_ml = rec_ml[ahead];
-      next_off = rec_off[ahead];
+      af_llw = rec_ll[ahead];
+      af_ml = rec_ml[ahead];
+      af_off = rec_off[ahead];
     }
     // The offset: stored, or "incoming rep[idx] - sub", which must not reach 0 (section 3.1.2.5).
     u64 offset = offw;
@@ -596,6 +618,24 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
     const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
     const u64 total = team.shfl(incl, last);
     const u64 lo = ring_lo(o + (total & 0xFFFFFFFFu));  // this group's ring window (see above)
+    {
+      // L2 prefetch for the next group: where its literals and match sources are, when they
+      // lie inside the literals and this frame's output (invalid ones are left to the checks).
+      const u32 ni = i + team.size();
+      const bool nact = ni < n;
+      const u32 nll = nact ? nx_llw & ((1u << 29) - 1) : 0, nml = nact ? nx_ml : 0;
+      u64 noff = nx_off;
+      if (nact && (nx_llw & kRecSym)) {
+        const u64 r = reps->rep[(nx_llw >> 29) & 3];
+        noff = r > nx_off ? r - nx_off : ~u64(0);
+      }
+      const u64 nmine = (u64(nll) << 32) | (u64(nll) + nml);
+      const u64 nexcl = team.scan_add(nmine) - nmine;
+      const u64 nlit = lit_pos + (total >> 32) + (nexcl >> 32);
+      const u64 nmdst = o + (total & 0xFFFFFFFFu) + (nexcl & 0xFFFFFFFFu) + nll;
+      if (nll > 0 && nlit + nll <= lits_size) prefetch_l2(lits + nlit);
+      if (nml > 0 && noff <= nmdst && nmdst + nml <= cap) prefetch_l2(out + (nmdst - noff));
+    }
     // Literals: members copy their own; long runs go to the whole team, one at a time.
     const bool long_lit = ll > kLongCopy;
     if (!long_lit) lane_lits(out, ring, my_out, lits + my_lit, ll, lo);
