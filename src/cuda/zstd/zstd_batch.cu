@@ -13,8 +13,9 @@
 //   execute   one warp per buffer: runs its steps in order, 32 sequences at a time (prefix
 //             sums give every lane its output position; lanes copy their own literals and
 //             matches, long ones go to the whole warp; matches wait in rounds only when they
-//             read bytes of a match of the same group); the last 32 KiB of output are kept in
-//             shared memory too, and matches read them from there.
+//             read bytes of a match of the same group); software-pipelined: records two
+//             groups ahead, the next group's short literals and matches preloaded into
+//             registers while the current group is copied.
 //   version 1 one warp per buffer marked in the plan (or every buffer when the scratch is too
 //             small for the plan's bookkeeping): the shared one-pass decoder as a WarpTeam.
 #include <cuda_runtime_api.h>
@@ -126,12 +127,8 @@ constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tab
 constexpr int kSeqLanes = 32;
 constexpr std::size_t kSeqSmem = kSeqLanes * sizeof(zl::SeqTables);
 // The execute kernel: one warp per CTA and buffer (256 buffers spread over all SMs rather than
-// 4 per CTA on 64 of them). kExecRing: also keep a kRingBytes window of the output in shared
-// memory for match sources (split.hpp, ring rule). Measured neutral at 256 x 4 MiB (rounds
-// of matches are ~1.2 per group and half the offsets exceed 32 KiB) and it limits residency
-// for many buffers (32 KiB of shared memory per warp), so it is off.
+// 4 per CTA on 64 of them).
 constexpr int kExecWarps = 1;
-constexpr bool kExecRing = false;
 // One thread per buffer walking its block headers and FSE descriptions: byte loads at 32
 // unrelated addresses per warp instruction. Small CTAs spread the buffers over many SMs
 // (128-thread CTAs put 256 buffers on 2 SMs: 15 ms at level 3 under ncu).
@@ -267,7 +264,6 @@ __global__ void __launch_bounds__(kExecWarps * 32)
                         std::size_t num_buffers, const BufferPlan* plans, const zl::BlockStep* steps,
                         const unsigned char* arena, bool verify) {
   __shared__ zl::u64 xxh[kExecWarps][4];
-  __shared__ __align__(16) zl::u8 ring[kExecRing ? kExecWarps : 1][kExecRing ? zl::kRingBytes : 16];
   const std::size_t b = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const unsigned lane = threadIdx.x & 31u;
   if (b >= num_buffers) return;
@@ -276,8 +272,7 @@ __global__ void __launch_bounds__(kExecWarps * 32)
   const WarpTeam team{lane};
   const DecodeStatus s =
       zl::execute_steps(team, static_cast<const zl::u8*>(src[b]), steps + plan.first_step, plan.num_steps, arena,
-                        static_cast<zl::u8*>(dst[b]), dst_sizes[b], verify, xxh[threadIdx.x / 32],
-                      kExecRing ? ring[threadIdx.x / 32] : nullptr);
+                        static_cast<zl::u8*>(dst[b]), dst_sizes[b], verify, xxh[threadIdx.x / 32]);
   if (lane == 0) status[b] = s;
 }
 

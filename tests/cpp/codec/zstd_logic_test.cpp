@@ -31,9 +31,8 @@ using namespace cs_zstd_test;
 // entropy, then execute the steps. When `reverse`, as the GPU runs them: pass 2a (literals,
 // tables) for every block in reverse block order, each block with table space filled with
 // garbage (a block needs nothing from the blocks decoded before it), then pass 2b (sequence
-// streams) for every block, and execution through the shared-memory ring of recent output
-// (split.hpp, ring rule); otherwise both halves of pass 2 per block and no ring. Exact-size
-// heap buffers, so that AddressSanitizer sees any overrun.
+// streams) for every block from a garbage-filled copy of its tables; otherwise both halves of
+// pass 2 per block. Exact-size heap buffers, so that AddressSanitizer sees any overrun.
 struct SplitStats {
   long blocks = 0;          // compressed blocks decoded
   long cross_refs = 0;      // ... whose tree or a sequence table was described by an earlier block
@@ -83,13 +82,7 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
     for (std::uint32_t i = 0; i < st.n_ok; ++i) g_split.sym_records += (rec_ll[i] & zl::kRecSym) != 0;
   }
   std::uint64_t acc[4];
-  std::unique_ptr<std::uint8_t[]> ring;
-  if (reverse) {
-    ring.reset(new std::uint8_t[zl::kRingBytes]);
-    std::memset(ring.get(), 0xC3, zl::kRingBytes);  // stale bytes must never be read
-  }
-  return zl::execute_steps(zl::SerialTeam{}, src, steps.data(), steps.size(), scratch.get(), dst, size, verify, acc,
-                           ring.get());
+  return zl::execute_steps(zl::SerialTeam{}, src, steps.data(), steps.size(), scratch.get(), dst, size, verify, acc);
 }
 
 // Decodes into a heap buffer of exactly `size` bytes (so AddressSanitizer sees any write

@@ -423,25 +423,16 @@ CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, Z
 
 // ---- pass 3: execution ----------------------------------------------------------------------
 //
-// Matches read earlier output of the same frame. On the GPU the output is global memory that
-// this team wrote moments ago, so a match round costs an L2 round trip; most matches (small
-// offsets) read the last few KiB. So the team may keep the last kRingBytes bytes of the frame's
-// output in a ring (shared memory on the GPU; `ring` null: none) and read matches from it.
-//
-// Ring rule, per group of sequences whose output ends at g_end: let lo = g_end - kRingBytes
-// (0 when negative). Output bytes at positions p >= lo also go to ring[p mod kRingBytes], and
-// a match whose source starts at q >= lo reads the ring, otherwise the output. Every position
-// written into the ring in this group lies in [lo, g_end), a span of kRingBytes, so no two
-// writes of the group share a slot (no race between members), and a slot read at q >= lo
-// holds position q: written in this group before it is read (the round order below), or
-// earlier, when the groups before had lo' <= lo and nothing since wrote q + kRingBytes >= g_end.
-
-inline constexpr u64 kRingBytes = 32768;
-inline constexpr u64 kRingMask = kRingBytes - 1;
+// On the GPU one warp executes a frame, 32 sequences (a "group") at a time, and memory latency
+// bounds it: ERA5-like frames have ~1.2 rounds of dependent matches per group but match
+// mostly 4 KiB - 1 MiB back, so literals and match sources come from L2 or DRAM (counts in
+// docs/gpu_zstd.md, version 3). So the loop is software-pipelined: each member's records are
+// loaded two groups ahead, and while group g is copied the members already load the bytes of
+// their group-g+1 sequence (<= 16 literals, and a match of <= 16 bytes whose source was
+// final before group g started) into registers ("preloading"); longer or dependent copies
+// take the general path, with their sources prefetched into L2.
 
 namespace detail {
-
-CS_HD inline u64 ring_lo(u64 g_end) { return g_end > kRingBytes ? g_end - kRingBytes : 0; }
 
 // A hint to bring the line holding p into the GPU's L2; nothing on the host. p must lie in
 // memory the call may read.
@@ -453,105 +444,54 @@ CS_HD inline void prefetch_l2(const void* p) {
 #endif
 }
 
-// Copies n literals s[0, n) to out[o, o + n) (and the ring), by one member: eight loads issued
-// before their stores, so that a typical sequence waits for memory once or twice, not per byte.
-CS_HD inline void lane_lits(u8* out, u8* ring, u64 o, const u8* s, u64 n, u64 lo) {
-  u64 i = 0;
+// Up to kPreBytes bytes held in registers (constant indices only, so they stay registers).
+inline constexpr u32 kPreBytes = 16;
+struct Pre16 {
+  u32 w[kPreBytes / 4];
+};
+CS_HD inline Pre16 load_pre(const u8* s, u32 n) {  // n <= kPreBytes; reads s[0, n) only
+  Pre16 p{};
+  for (u32 k = 0; k < kPreBytes; ++k) {
+    if (k < n) p.w[k >> 2] |= u32(s[k]) << (8 * (k & 3));
+  }
+  return p;
+}
+CS_HD inline void store_pre(u8* d, u32 n, const Pre16& p) {
+  for (u32 k = 0; k < kPreBytes; ++k) {
+    if (k < n) d[k] = static_cast<u8>(p.w[k >> 2] >> (8 * (k & 3)));
+  }
+}
+
+// Copies n bytes, d and s not overlapping, by one member: eight loads issued before their
+// stores, so that one copy of a typical sequence waits for memory twice, not once per byte.
+CS_HD inline void lane_copy(u8* d, const u8* s, std::size_t n) {
+  std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     u8 v[8];
     for (int k = 0; k < 8; ++k) v[k] = s[i + k];
-    for (int k = 0; k < 8; ++k) out[o + i + k] = v[k];
-    if (ring && o + i + 8 > lo) {
-      for (int k = 0; k < 8; ++k) {
-        if (o + i + k >= lo) ring[(o + i + k) & kRingMask] = v[k];
-      }
-    }
+    for (int k = 0; k < 8; ++k) d[i + k] = v[k];
   }
-  for (; i < n; ++i) {
-    const u8 v = s[i];
-    out[o + i] = v;
-    if (ring && o + i >= lo) ring[(o + i) & kRingMask] = v;
-  }
+  for (; i < n; ++i) d[i] = s[i];
 }
-
-// The match copy of section 3.1.2 by one member: n bytes at out[d] from `off` bytes back. With
-// off >= 8 the eight source bytes of a step all lie before the step's destination, so they
-// are loaded together; with off < 8 byte by byte, forward, which repeats the last off bytes.
-CS_HD inline void lane_match(u8* out, u8* ring, u64 d, u64 off, u64 n, u64 lo) {
-  const u64 q = d - off;
-  if (ring && q >= lo) {  // every source and destination position is >= lo: ring only
-    u64 i = 0;
-    if (off >= 8) {
-      for (; i + 8 <= n; i += 8) {
-        u8 v[8];
-        for (int k = 0; k < 8; ++k) v[k] = ring[(q + i + k) & kRingMask];
-        for (int k = 0; k < 8; ++k) {
-          out[d + i + k] = v[k];
-          ring[(d + i + k) & kRingMask] = v[k];
-        }
-      }
-    }
-    for (; i < n; ++i) {
-      const u8 v = ring[(q + i) & kRingMask];
-      out[d + i] = v;
-      ring[(d + i) & kRingMask] = v;
-    }
-    return;
-  }
-  u64 i = 0;
+// A match copy by one member. Byte i of the match is byte i - off of the output, so with
+// off >= 8 the eight source bytes of a step all lie before it (lane_copy's order is safe);
+// with off < 8 it goes byte by byte, forward, which repeats the last off bytes.
+CS_HD inline void lane_match(u8* d, std::size_t off, std::size_t n) {
   if (off >= 8) {
-    for (; i + 8 <= n; i += 8) {
-      u8 v[8];
-      for (int k = 0; k < 8; ++k) v[k] = out[q + i + k];
-      for (int k = 0; k < 8; ++k) out[d + i + k] = v[k];
-      if (ring && d + i + 8 > lo) {
-        for (int k = 0; k < 8; ++k) {
-          if (d + i + k >= lo) ring[(d + i + k) & kRingMask] = v[k];
-        }
-      }
-    }
-  }
-  for (; i < n; ++i) {
-    const u8 v = out[q + i];
-    out[d + i] = v;
-    if (ring && d + i >= lo) ring[(d + i) & kRingMask] = v;
-  }
-}
-
-// Literals (or a raw block) by the whole team: out[o, o + n) = s[0, n), then the ring part.
-template <class Team>
-CS_HD void team_lits(const Team& team, u8* out, u8* ring, u64 o, const u8* s, u64 n, u64 lo) {
-  team_copy(team, out + o, s, static_cast<std::size_t>(n));
-  if (!ring) return;
-  for (u64 i = (lo > o ? lo - o : 0) + team.rank(); i < n; i += team.size()) ring[(o + i) & kRingMask] = s[i];
-}
-
-// A match by the whole team: byte i comes from source byte i mod off, which lies wholly
-// before d, so members need not wait on one another (see team_match_copy).
-template <class Team>
-CS_HD void team_match(const Team& team, u8* out, u8* ring, u64 d, u64 off, u64 n, u64 lo) {
-  const u64 q = d - off;
-  if (!ring) {
-    team_match_copy(team, out + d, static_cast<std::size_t>(off), static_cast<std::size_t>(n));
+    lane_copy(d, d - off, n);
     return;
   }
-  const bool from_ring = q >= lo;
-  for (u64 i = team.rank(); i < n; i += team.size()) {
-    const u64 from = q + (off >= n ? i : i % off);
-    const u8 v = from_ring ? ring[from & kRingMask] : out[from];
-    out[d + i] = v;
-    if (d + i >= lo) ring[(d + i) & kRingMask] = v;
-  }
+  const u8* s = d - off;
+  for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
 }
 
 // Members whose copies are longer than this hand them to the whole team.
 inline constexpr u32 kLongCopy = 32;
 
-// The literals and matches of the sequences of one compressed block. `out` is the frame's
-// output (its first byte is frame position 0), *pos the frame position reached.
+// The literals and matches of the sequences of one compressed block.
 template <class Team>
 CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const BlockStep& s, const u8* blk, u8* out,
-                                      u8* ring, std::size_t cap, std::size_t* pos, RepeatOffsets* reps) {
+                                      std::size_t cap, std::size_t* pos, RepeatOffsets* reps) {
   const u8* lits = s.lit_type == 0 ? src + s.lit_at : blk;
   const u64 lits_size = s.lit_regen;
   const u32* rec_ll = reinterpret_cast<const u32*>(blk + step_lit_bytes(s));
@@ -561,13 +501,9 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   u64 o = *pos;
   u64 lit_pos = 0;
   const u32 n = s.n_ok;
-  // Memory latency, not instructions, bounds this loop on the GPU (one warp per frame, a few
-  // warps per SM; ERA5-like data matches mostly 4 KiB - 1 MiB back, so match sources and the
-  // literals come from L2 or DRAM; docs/gpu_zstd.md, version 3). So each member's records are
-  // loaded two groups ahead, and while a group is copied the next group's literal and match
-  // sources are prefetched into L2 (positions from one more scan).
-  u32 nx_llw = 0, nx_ml = 0, nx_off = 0;  // group g + 1
-  u32 af_llw = 0, af_ml = 0, af_off = 0;  // group g + 2
+  // Records of groups g + 1 (nx_) and g + 2 (af_); the current group's come from nx_.
+  u32 nx_llw = 0, nx_ml = 0, nx_off = 0;
+  u32 af_llw = 0, af_ml = 0, af_off = 0;
   if (team.rank() < n) {
     nx_llw = rec_ll[team.rank()];
     nx_ml = rec_ml[team.rank()];
@@ -578,6 +514,9 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
     af_ml = rec_ml[team.rank() + team.size()];
     af_off = rec_off[team.rank() + team.size()];
   }
+  // This member's preloaded bytes for its sequence of the current group (none for group 0).
+  Pre16 pre_lit{}, pre_match{};
+  bool have_lit = false, have_match = false;
   for (u32 first = 0; first < n; first += team.size()) {
     const u32 i = first + team.rank();
     const bool act = i < n;
@@ -617,10 +556,14 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
     if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), team.lowest(bad)));
     const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
     const u64 total = team.shfl(incl, last);
-    const u64 lo = ring_lo(o + (total & 0xFFFFFFFFu));  // this group's ring window (see above)
+    // The next group: positions from one more scan, then each member preloads its sequence's
+    // literals and match source when short and safe to read now (inside the literals and the
+    // frame's output; the match source ends before this group's output, so it is final, and
+    // does not overlap its destination), else prefetches them into L2. These loads are in
+    // flight while this group is copied below.
+    Pre16 next_lit{}, next_match{};
+    bool next_have_lit = false, next_have_match = false;
     {
-      // L2 prefetch for the next group: where its literals and match sources are, when they
-      // lie inside the literals and this frame's output (invalid ones are left to the checks).
       const u32 ni = i + team.size();
       const bool nact = ni < n;
       const u32 nll = nact ? nx_llw & ((1u << 29) - 1) : 0, nml = nact ? nx_ml : 0;
@@ -633,40 +576,65 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
       const u64 nexcl = team.scan_add(nmine) - nmine;
       const u64 nlit = lit_pos + (total >> 32) + (nexcl >> 32);
       const u64 nmdst = o + (total & 0xFFFFFFFFu) + (nexcl & 0xFFFFFFFFu) + nll;
-      if (nll > 0 && nlit + nll <= lits_size) prefetch_l2(lits + nlit);
-      if (nml > 0 && noff <= nmdst && nmdst + nml <= cap) prefetch_l2(out + (nmdst - noff));
+      if (nll > 0 && nlit + nll <= lits_size) {
+        if (nll <= kPreBytes) {
+          next_lit = load_pre(lits + nlit, nll);
+          next_have_lit = true;
+        } else {
+          prefetch_l2(lits + nlit);
+        }
+      }
+      if (nml > 0 && noff <= nmdst && nmdst + nml <= cap && nmdst - block_start + nml <= kBlockSizeMax) {
+        const u64 from = nmdst - noff;
+        if (nml <= kPreBytes && noff >= nml && from + nml <= o) {
+          next_match = load_pre(out + from, nml);
+          next_have_match = true;
+        } else {
+          prefetch_l2(out + from);
+        }
+      }
     }
-    // Literals: members copy their own; long runs go to the whole team, one at a time.
+    // Literals: members copy their own (from registers when preloaded); long runs go to the
+    // whole team, one at a time. Preloaded matches read nothing written here: stored now too.
     const bool long_lit = ll > kLongCopy;
-    if (!long_lit) lane_lits(out, ring, my_out, lits + my_lit, ll, lo);
+    if (act && have_lit) {
+      store_pre(out + my_out, ll, pre_lit);
+    } else if (!long_lit) {
+      lane_copy(out + my_out, lits + my_lit, ll);
+    }
+    const u64 mdst = my_out + ll;
+    if (act && have_match) store_pre(out + mdst, ml, pre_match);
     for (u32 m = team.ballot(long_lit); m; m &= m - 1) {
       const u32 who = team.lowest(m);
       const u64 d = team.shfl(my_out, who), sl = team.shfl(my_lit, who);
       const u32 len = team.shfl(ll, who);
-      team_lits(team, out, ring, d, lits + sl, len, lo);
+      team_copy(team, out + d, lits + sl, len);
     }
     team.sync();
-    // Matches, in rounds: the lowest pending member can always go (everything before its
-    // output is written); another can go with it when the bytes it reads, out[dst - off,
-    // dst - off + min(ml, off)), end before the first pending member's output.
-    const u64 mdst = my_out + ll;
-    bool pending = act && ml > 0;
+    // The other matches, in rounds: the lowest pending member can always go (everything
+    // before its output is written); another can go with it when the bytes it reads,
+    // out[dst - off, dst - off + min(ml, off)), end before the first pending member's output.
+    bool pending = act && ml > 0 && !have_match;
     for (u32 pm = team.ballot(pending); pm; pm = team.ballot(pending)) {
       const u32 lead = team.lowest(pm);
       const u64 front = team.shfl(mdst, lead);
       const u64 read_end = mdst - offset + (ml < offset ? ml : offset);
       const bool ready = pending && (team.rank() == lead || read_end <= front);
       const bool long_match = ready && ml > kLongCopy;
-      if (ready && !long_match) lane_match(out, ring, mdst, offset, ml, lo);
+      if (ready && !long_match) lane_match(out + mdst, static_cast<std::size_t>(offset), ml);
       for (u32 m = team.ballot(long_match); m; m &= m - 1) {
         const u32 who = team.lowest(m);
         const u64 d = team.shfl(mdst, who), off = team.shfl(offset, who);
         const u32 len = team.shfl(ml, who);
-        team_match(team, out, ring, d, off, len, lo);
+        team_match_copy(team, out + d, static_cast<std::size_t>(off), len);
       }
       team.sync();
       if (ready) pending = false;
     }
+    pre_lit = next_lit;
+    pre_match = next_match;
+    have_lit = next_have_lit;
+    have_match = next_have_match;
     lit_pos += total >> 32;
     o += total & 0xFFFFFFFFu;
   }
@@ -683,7 +651,7 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   const u64 rest = lits_size - lit_pos;
   CS_ZSTD_REQUIRE(o - block_start + rest <= kBlockSizeMax, kCorrupt);
   CS_ZSTD_REQUIRE(rest <= cap - o, kWrongSize);
-  team_lits(team, out, ring, o, lits + lit_pos, rest, ring_lo(o + rest));
+  team_copy(team, out + o, lits + lit_pos, static_cast<std::size_t>(rest));
   o += rest;
   team.sync();
   *pos = static_cast<std::size_t>(o);
@@ -694,11 +662,10 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
 
 // Pass 3 for one buffer: runs its steps (from plan_buffer, compressed ones through pass 2)
 // into dst[0, dst_size). `scratch` is the base the steps' scratch offsets refer to;
-// `xxh_acc` is 4 u64 the team shares (checksums); `ring` is kRingBytes of fast memory the
-// team shares for match sources, or null (see the ring rule above).
+// `xxh_acc` is 4 u64 the team shares (checksums).
 template <class Team>
 CS_HD DecodeStatus execute_steps(const Team& team, const u8* src, const BlockStep* steps, u64 count, const u8* scratch,
-                                 u8* dst, std::size_t dst_size, bool verify_checksum, u64* xxh_acc, u8* ring = nullptr) {
+                                 u8* dst, std::size_t dst_size, bool verify_checksum, u64* xxh_acc) {
   std::size_t done = 0;  // bytes of dst the finished frames produced
   std::size_t o = 0;     // bytes of the current frame
   std::size_t cap = 0;   // bytes available to the current frame
@@ -718,7 +685,7 @@ CS_HD DecodeStatus execute_steps(const Team& team, const u8* src, const BlockSte
         break;
       case kStepRaw:
         CS_ZSTD_REQUIRE(s.size <= cap - o, kWrongSize);
-        detail::team_lits(team, out, ring, o, src + s.at, s.size, detail::ring_lo(o + s.size));
+        team_copy(team, out + o, src + s.at, static_cast<std::size_t>(s.size));
         o += static_cast<std::size_t>(s.size);
         team.sync();
         break;
@@ -726,16 +693,12 @@ CS_HD DecodeStatus execute_steps(const Team& team, const u8* src, const BlockSte
         CS_ZSTD_REQUIRE(s.size <= cap - o, kWrongSize);
         const u8 v = src[s.at];
         for (std::size_t i = team.rank(); i < s.size; i += team.size()) out[o + i] = v;
-        if (ring) {
-          const u64 lo = detail::ring_lo(o + s.size);
-          for (u64 i = (lo > o ? lo - o : 0) + team.rank(); i < s.size; i += team.size()) ring[(o + i) & kRingMask] = v;
-        }
         o += static_cast<std::size_t>(s.size);
         team.sync();
         break;
       }
       case kStepCompressed:
-        CS_ZSTD_TRY(detail::execute_compressed(team, src, s, scratch + s.scratch, out, ring, cap, &o, &reps));
+        CS_ZSTD_TRY(detail::execute_compressed(team, src, s, scratch + s.scratch, out, cap, &o, &reps));
         break;
       case kStepFrameEnd:
         if (s.flags & kStepHasContentSize) CS_ZSTD_REQUIRE(o == s.size, kCorrupt);
