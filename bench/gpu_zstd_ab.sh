@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
 # GPU Zstandard decoder, previous version vs this tree in one session on the GPU machine
-# (16 cores, CUDA, cmake, ninja, zstd headers). The previous version's sources are a copy of
-# src/ include/ bench/ cmake/ CMakeLists.txt at the commit to compare with, in $OLD_TREE
-# (default build-old/tree; make it with
-#   mkdir -p build-old/tree && git archive <commit> src include bench cmake CMakeLists.txt | tar -x -C build-old/tree).
+# (16 cores, CUDA, cmake, ninja, zstd headers). Each other version is a copy of src/ include/
+# bench/ cmake/ CMakeLists.txt at its commit (see VARIANTS below), made with
+#   mkdir -p build-old/tree && git archive <commit> src include bench cmake CMakeLists.txt | tar -x -C build-old/tree
 #
 #     OUT=/some/dir bash bench/gpu_zstd_ab.sh
 #
 # Steps (each capped, logged; a failing step does not stop the later ones), in order of need:
-#   build     this tree (tests + bench) into build-gpu-zstd/, the old tree's bench into
-#             build-old/b, side by side                                  -> $OUT/build.log
+#   build     this tree (tests + bench) into build-gpu-zstd/, each variant's bench into
+#             build-NAME/b, side by side                                 -> $OUT/build.log
 #   tests     ZstdLogic*, ZstdBatch*, ZstdCodec*                          -> $OUT/gpu_tests.log
-#   bench     new, then old, same batches and levels, libzstd on all cores in each
-#                                                                         -> $OUT/bench_new.md, bench_old.md
+#   bench     this tree, then each variant, same batches and levels, libzstd on all cores in each
+#                                                                         -> $OUT/bench_new.md, bench_NAME.md
 #   ncu       duration of each zstd kernel of one decode, big batch, each level -> $OUT/ncu.log
 #   memcheck  the GPU batch tests under compute-sanitizer                 -> $OUT/memcheck.log
-# Knobs: BIG=256 SMALL=1024 REPEAT=5 LEVELS=1,3,5 SKIP_OLD=0 SKIP_MEMCHECK=0 SKIP_NCU=0 STEPS="build tests bench ncu memcheck"
+# Knobs: BIG=256 SMALL=1024 REPEAT=5 LEVELS=1,3,5 VARIANTS="old=build-old/tree" STEPS="build tests bench ncu memcheck"
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/.bench/gpu_zstd_ab}
-OLD_TREE=${OLD_TREE:-build-old/tree}
+# Other versions to build and bench beside this tree: NAME=SOURCE_TREE pairs, each built in
+# build-NAME/b (the default: the previous version, main, copied to build-old/tree).
+VARIANTS=${VARIANTS:-old=build-old/tree}
 BUILD=build-gpu-zstd
-OLD_BUILD=build-old/b
 BIG=${BIG:-256}; SMALL=${SMALL:-1024}; REPEAT=${REPEAT:-5}; LEVELS=${LEVELS:-1,3,5}
 STEPS=${STEPS:-"build tests bench ncu memcheck"}
 mkdir -p "$OUT"
@@ -40,22 +40,29 @@ step() {  # step NAME CAP_SECONDS command...
 }
 build() {
   nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,clocks.max.sm --format=csv || true
-  local j=$(( $(nproc) / 2 ))
+  local n=1 v
+  for v in $VARIANTS; do n=$((n + 1)); done
+  local j=$(( $(nproc) / n )); [ "$j" -ge 1 ] || j=1
   ( cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
       >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$j" cubestream_tests gpu_zstd_bench >>"$OUT/build.log" 2>&1 ) &
-  local p1=$!
-  local p2=
-  if [ "${SKIP_OLD:-0}" != 1 ]; then
-    ( cmake -S "$OLD_TREE" -B "$OLD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON \
-        -DCUBESTREAM_BUILD_PYTHON=OFF -DCUBESTREAM_BUILD_TESTS=OFF >"$OUT/build_old.tmp" 2>&1 &&
-      ninja -C "$OLD_BUILD" -j"$j" gpu_zstd_bench >>"$OUT/build_old.tmp" 2>&1 ) &
-    p2=$!
-  fi
-  local rc=0
-  wait $p1 || { rc=1; grep -E 'error|FAILED' "$OUT/build.log" | head -30; }
-  if [ -n "$p2" ]; then wait $p2 || { rc=1; echo "old build failed"; grep -E 'error|FAILED' "$OUT/build_old.tmp" | head -20; }; fi
-  [ -f "$OUT/build_old.tmp" ] && { echo "---- old tree"; tail -5 "$OUT/build_old.tmp"; } >>"$OUT/build.log" && rm -f "$OUT/build_old.tmp"
-  tail -2 "$OUT/build.log"
+  local pids=($!) names=(new)
+  for v in $VARIANTS; do
+    local name=${v%%=*} tree=${v#*=}
+    ( cmake -S "$tree" -B "build-$name/b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON \
+        -DCUBESTREAM_BUILD_PYTHON=OFF -DCUBESTREAM_BUILD_TESTS=OFF >"/tmp/build_$name.log" 2>&1 &&
+      ninja -C "build-$name/b" -j"$j" gpu_zstd_bench >>"/tmp/build_$name.log" 2>&1 ) &
+    pids+=($!); names+=("$name")
+  done
+  local rc=0 k
+  for k in "${!pids[@]}"; do
+    wait "${pids[$k]}" || { rc=1; echo "build ${names[$k]} failed"; }
+  done
+  grep -E 'error|FAILED' "$OUT/build.log" | head -30
+  for v in $VARIANTS; do
+    local name=${v%%=*}
+    { echo "---- $name"; grep -E 'error|FAILED' "/tmp/build_$name.log" | head -20; tail -2 "/tmp/build_$name.log"; } >>"$OUT/build.log"
+  done
+  tail -8 "$OUT/build.log"
   return $rc
 }
 tests() {
@@ -67,10 +74,13 @@ tests() {
 bench() {
   "$BUILD"/gpu_zstd_bench --big "$BIG" --small "$SMALL" --repeat "$REPEAT" --v1-repeat 0 --levels "$LEVELS" \
     --md "$OUT/bench_new.md" 2>&1 | tail -20
-  if [ "${SKIP_OLD:-0}" != 1 ] && [ -x "$OLD_BUILD"/gpu_zstd_bench ]; then
-    "$OLD_BUILD"/gpu_zstd_bench --big "$BIG" --small "$SMALL" --repeat "$REPEAT" --v1-repeat 0 --levels "$LEVELS" \
-      --md "$OUT/bench_old.md" 2>&1 | tail -20
-  fi
+  local v
+  for v in $VARIANTS; do
+    local name=${v%%=*}
+    [ -x "build-$name/b/gpu_zstd_bench" ] || { echo "no $name bench"; continue; }
+    "build-$name/b/gpu_zstd_bench" --big "$BIG" --small "$SMALL" --repeat "$REPEAT" --v1-repeat 0 \
+      --levels "$LEVELS" --md "$OUT/bench_$name.md" 2>&1 | tail -20
+  done
 }
 ncu_step() {
   command -v ncu >/dev/null || { log "no ncu"; return 0; }
@@ -90,7 +100,7 @@ memcheck() {
   grep -E 'ERROR SUMMARY|PASSED|FAILED|Invalid' "$OUT/memcheck.log" | head -20
   return $rc
 }
-export OUT OLD_TREE BUILD OLD_BUILD BIG SMALL REPEAT LEVELS
+export OUT VARIANTS BUILD BIG SMALL REPEAT LEVELS
 export -f log build tests bench ncu_step memcheck
 export START
 step build 330 build
