@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 // their own queue (the first version) drifted apart into separately scheduled groups and ran
 // ~8x slower than predicted (60 ms at level 3, 256 x 4 MiB).
 __global__ void __launch_bounds__(kSeqLanes)
-    zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena) {
+    zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
+                          bool fast) {
   extern __shared__ uint4 seq_smem[];
   const unsigned lane = threadIdx.x & 31u;
   zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + threadIdx.x;
@@ -249,7 +250,7 @@ __global__ void __launch_bounds__(kSeqLanes)
         mine->ll_log = logs[0];
         mine->ml_log = logs[1];
         mine->of_log = logs[2];
-        zl::decode_block_sequences(p, &st, mine, blk);
+        zl::decode_block_sequences(p, &st, mine, blk, fast);
         steps[k].status = st.status;
         steps[k].n_ok = st.n_ok;
         for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
@@ -381,7 +382,11 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     zstd_plan_kernel<<<static_cast<unsigned>((num_buffers + kPlanThreads - 1) / kPlanThreads), kPlanThreads, 0,
                        stream>>>(d_src, d_src_sizes, num_buffers, counters, plans, steps, step_cap, arena_cap);
     zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena);
-    zstd_sequences_kernel<<<sequences_blocks(), kSeqLanes, kSeqSmem, stream>>>(d_src, counters, steps, arena);
+    // CUBESTREAM_ZSTD_SEQ_FAST=1: sequence streams through the fast bit reader (split.hpp,
+    // entropy_sequences; host-tested, not yet measured on a GPU, so off by default).
+    const char* seq_fast = std::getenv("CUBESTREAM_ZSTD_SEQ_FAST");
+    zstd_sequences_kernel<<<sequences_blocks(), kSeqLanes, kSeqSmem, stream>>>(d_src, counters, steps, arena,
+                                                                               seq_fast && seq_fast[0] == '1');
     zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                           stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
                                     verify_checksum);

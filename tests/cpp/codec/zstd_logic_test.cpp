@@ -31,8 +31,8 @@ using namespace cs_zstd_test;
 // entropy, then execute the steps. When `reverse`, as the GPU runs them: pass 2a (literals,
 // tables) for every block in reverse block order, each block with table space filled with
 // garbage (a block needs nothing from the blocks decoded before it), then pass 2b (sequence
-// streams) for every block from a garbage-filled copy of its tables; otherwise both halves of
-// pass 2 per block. Exact-size heap buffers, so that AddressSanitizer sees any overrun.
+// streams, through the fast reader) for every block from a garbage-filled copy of its tables;
+// otherwise both halves of pass 2 per block, general reader only. Exact-size heap buffers, so that AddressSanitizer sees any overrun.
 struct SplitStats {
   long blocks = 0;          // compressed blocks decoded
   long cross_refs = 0;      // ... whose tree or a sequence table was described by an earlier block
@@ -69,7 +69,7 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
       std::memset(static_cast<void*>(slot.get()), 0x5A, sizeof(zl::SeqTables));
       std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch.get() + st.scratch),
                   sizeof(zl::SeqTables));
-      zl::decode_block_sequences(src, &st, slot.get(), scratch.get() + st.scratch);
+      zl::decode_block_sequences(src, &st, slot.get(), scratch.get() + st.scratch, /*fast=*/true);
     }
   }
   for (const auto& st : steps) {

@@ -185,4 +185,30 @@ struct BackwardBits {
   CS_HD bool finished_exactly() const { return pos == 0 && !overflow; }
 };
 
+// A faster reader of the same backward stream for stretches where plenty of bits remain (the
+// caller guarantees pos >= 57 + the bits it reads before the next check): a 64-bit window of
+// the 8 bytes ending with the byte that holds bit pos - 1, refilled by one load when fewer
+// bits than asked for are left in it; no end-of-stream or overflow checks. read(n) returns
+// bits [pos - n, pos) like BackwardBits::read. Positions fit 32 bits: a block is <= 128 KiB.
+struct FastBackwardBits {
+  const u8* p;
+  std::size_t size;
+  u32 pos;
+  u32 base;  // the window holds bits [base, base + 64)
+  u64 w;
+  CS_HD FastBackwardBits(const BackwardBits& b)
+      : p(b.p), size(b.size), pos(static_cast<u32>(b.pos)), base(static_cast<u32>(b.pos)), w(0) {}
+  CS_HD void refill() {
+    const u32 byte = ((pos + 7) >> 3) - 8;  // pos >= 57: byte >= 0, and byte + 8 <= size
+    w = load_le64_in(p + byte, p, p + size);
+    base = 8 * byte;  // now 57 <= pos - base <= 64
+  }
+  CS_HD u32 read(u32 n) {  // n <= 31
+    if (n == 0) return 0;
+    if (pos - base < n) refill();
+    pos -= n;
+    return static_cast<u32>(w >> (pos - base)) & ((1u << n) - 1);
+  }
+};
+
 }  // namespace cubestream::codec::logic::zstd

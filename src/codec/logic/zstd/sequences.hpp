@@ -155,6 +155,24 @@ struct SequenceStream {
     CS_ZSTD_REQUIRE(!bits.overflow, kCorrupt);
     return DecodeStatus::kOk;
   }
+
+  // A sequence takes at most 31 + 16 + 16 extra bits and 9 + 9 + 8 state bits.
+  static constexpr u32 kMaxSequenceBits = 89;
+  // next() for a sequence that is not the last, reading through `fb` (which stands in for
+  // `bits` until the caller hands its position back), while fb.pos >= 57 + kMaxSequenceBits:
+  // then no field can run past the stream's start, so there is nothing to check. The same
+  // fields in the same order as next().
+  template <class Tables>
+  CS_HD void next_fast(const Tables* ws, FastBackwardBits* fb, u32* ll, u32* ml, u64* of_value) {
+    const FseEntry lle = ws->ll[ll_state], ofe = ws->of[of_state], mle = ws->ml[ml_state];
+    const u32 of_code = ofe.symbol;
+    *of_value = (u64(1) << of_code) + fb->read(of_code);
+    *ml = ml_base(mle.symbol) + fb->read(ml_bits(mle.symbol));
+    *ll = ll_base(lle.symbol) + fb->read(ll_bits(lle.symbol));
+    ll_state = lle.base + fb->read(lle.nbits);
+    ml_state = mle.base + fb->read(mle.nbits);
+    of_state = ofe.base + fb->read(ofe.nbits);
+  }
 };
 
 // Repeat offsets (section 3.1.2.5), carried from block to block within a frame.

@@ -349,15 +349,39 @@ CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockSte
   return DecodeStatus::kOk;
 }
 
-// The sequence stream of one block, by one thread, with the tables of pass 2a.
-CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const SeqTables* t, u8* blk, u32* n_ok,
-                                            RepeatOffsets* reps) {
+// The sequence stream of one block, by one thread, with the tables of pass 2a. With `fast`,
+// the sequences before the last one are read with FastBackwardBits while enough bits remain
+// (SequenceStream::next_fast), the rest as always: same records, same statuses.
+template <class Tables>
+CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Tables* t, u8* blk, u32* n_ok,
+                                     RepeatOffsets* reps, bool fast) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
   u32* rec_ml = rec_ll + s.seq_cap;
   u32* rec_off = rec_ml + s.seq_cap;
-  for (u32 i = 0; i < s.seq_cap; ++i) {
+  u32 i = 0;
+  if (fast) {
+    FastBackwardBits fb(stream.bits);
+    while (i < s.seq_cap && i + 1 < s.nb_seq && fb.pos >= 57 + SequenceStream::kMaxSequenceBits) {
+      u32 ll = 0, ml = 0;
+      u64 of_value = 0, offset = 0;
+      stream.next_fast(t, &fb, &ll, &ml, &of_value);
+      CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
+      if (sym_is(offset)) {
+        rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
+        rec_off[i] = static_cast<u32>(sym_sub(offset));
+      } else {
+        rec_ll[i] = ll;
+        rec_off[i] = static_cast<u32>(offset);
+      }
+      rec_ml[i] = ml;
+      *n_ok = ++i;
+    }
+    stream.bits.pos = fb.pos;
+    stream.bits.win_byte = ~u64(0);  // the general reader reloads its window
+  }
+  for (; i < s.seq_cap; ++i) {
     u32 ll = 0, ml = 0;
     u64 of_value = 0, offset = 0;
     CS_ZSTD_TRY(stream.next(t, i + 1 == s.nb_seq, &ll, &ml, &of_value));
@@ -402,11 +426,13 @@ CS_HD void decode_block_literals(const Team& team, const u8* src, BlockStep* s, 
 
 // Pass 2b for one block with needs_sequences(*s), by one thread; `t` holds the block's
 // SeqTables (its scratch copy, or a copy of that). Writes s->status, s->n_ok, s->reps_end.
-CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk) {
+// `fast`: see entropy_sequences (the same results either way).
+CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk,
+                                         bool fast = false) {
   u32 n_ok = 0;
   // Repeat offsets relative to the block's incoming ones (kSymTag).
   RepeatOffsets reps{{sym_rep(0), sym_rep(1), sym_rep(2)}};
-  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps);
+  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, fast);
   s->status = static_cast<u32>(st);
   s->n_ok = n_ok;
   for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
