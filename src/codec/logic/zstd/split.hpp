@@ -1,5 +1,5 @@
-// The Zstandard decoder split into three passes, for decoding many blocks at once (version 2
-// of the GPU decoder, docs/gpu_zstd.md). Same format logic as decoder.hpp, same statuses,
+// The Zstandard decoder split into three passes, for decoding many blocks at once (versions
+// 2-3 of the GPU decoder, docs/gpu_zstd.md). Same format logic as decoder.hpp, same statuses,
 // same bytes; the host tests run these passes with a SerialTeam against zstd_decompress and
 // libzstd.
 //
@@ -8,14 +8,17 @@
 //      block, frame end or error. Records, per compressed block, where the Huffman tree and
 //      the three sequence-code tables it uses are described: its own section, or for treeless
 //      literals (section 3.1.1.3.1.1) and Repeat_Mode (section 3.1.1.3.2.1) an earlier block
-//      of the same frame. Also sizes each block's scratch (literals + sequence records).
-//   2. decode_block_entropy (one team per compressed block, all blocks of a batch at once):
-//      rebuilds the tables, decodes the literals into the block's scratch and the sequences
-//      into records (literal length, match length, offset). Repeat offsets depend on earlier
-//      blocks, so offsets that name a repeat offset are stored symbolically, relative to the
-//      repeat offsets at the block's start (see kSymTag).
+//      of the same frame. Also sizes each block's scratch (literals, sequence records, tables).
+//   2. entropy, all blocks of a batch at once, in two halves: 2a decode_block_literals (one
+//      team per block) rebuilds the tables, decodes the literals into the block's scratch and
+//      copies the three sequence-code tables there; 2b decode_block_sequences (one thread per
+//      block) decodes the sequences into records (literal length, match length, offset);
+//      decode_block_entropy runs both. Repeat offsets depend on earlier blocks, so offsets
+//      that name a repeat offset are stored symbolically, relative to the repeat offsets at
+//      the block's start (see kSymTag).
 //   3. execute_steps (one team per buffer, blocks in order): resolves the symbolic offsets,
-//      and copies literals and matches into the output, a team's worth of sequences at a time.
+//      and copies literals and matches into the output, a team's worth of sequences at a time,
+//      the next group's short copies preloaded while the current one is written.
 //
 // Errors come out in the order the one-pass decoder finds them: a header error becomes an
 // error step after the steps before it; an entropy error is reported after executing the
