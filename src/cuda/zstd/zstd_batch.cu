@@ -1,4 +1,4 @@
-// Batched Zstandard decoding on the GPU: version 2, thousands of blocks in flight, with
+// Batched Zstandard decoding on the GPU: versions 2-3, thousands of blocks in flight, with
 // version 1 (one warp per buffer) as the path for whatever does not fit the scratch.
 //
 // Five launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
@@ -206,10 +206,9 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 
 // Pass 2b: a warp takes 32 consecutive steps at a time and each lane decodes the sequence
 // stream of its step when pass 2a left it ok, with the block's tables copied into the lane's
-// slot of shared memory. The warp takes its steps together and meets again after them, so
-// that its lanes run the decoding loop side by side: lanes that took steps one at a time from
-// their own queue (the first version) drifted apart into separately scheduled groups and ran
-// ~8x slower than predicted (60 ms at level 3, 256 x 4 MiB).
+// slot of shared memory; the warp meets again after them. (A first version with a queue per
+// lane took the same time: the limit is one lane's dependent chain per sequence with 32
+// chains per SM, ~60 ms at level 3 for 256 x 4 MiB; docs/gpu_zstd.md, version 3.)
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
                           bool fast) {
@@ -301,12 +300,9 @@ int entropy_blocks() {
 }
 
 int sequences_blocks() {
-  static const bool configured = [] {
-    CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(kSeqSmem)));
-    return true;
-  }();
-  (void)configured;
+  // Per call, not once: the attribute belongs to the current device's context.
+  CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kSeqSmem)));
   int dev = 0, sms = 0, per_sm = 0;
   CS_CUDA_CHECK(cudaGetDevice(&dev));
   CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
