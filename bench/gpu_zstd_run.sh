@@ -13,7 +13,7 @@
 #   4. the benchmark: 256 x 4 MiB ERA5-like chunks and 2048 chunks of 64 KiB-1 MiB, levels
 #      1, 3, 5, GPU kernel (version 1 and 2) / end-to-end vs libzstd on all cores
 #                                                                    -> $OUT/gpu_zstd_bench.md, bench.log
-#   5. Nsight Compute on version 2's entropy and execute kernels     -> $OUT/ncu.log
+#   5. Nsight Compute on the entropy, sequences and execute kernels  -> $OUT/ncu.log
 # Knobs: BIG=256 SMALL=2048 REPEAT=5 LEVELS=1,3,5 SKIP_MEMCHECK=0 SKIP_NCU=0
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,7 +29,8 @@ step() {  # step NAME CAP_SECONDS command...
   local name=$1 cap=$2; shift 2
   local t0=$(date +%s) rc=0
   log "=== $name (cap ${cap}s)"
-  timeout -k 10 "$cap" "$@" || rc=$?
+  # timeout runs programs, not shell functions: the functions and settings go through bash -c.
+  timeout -k 10 "$cap" bash -c "$*" || rc=$?
   local st=ok; [ "$rc" -eq 0 ] || st="FAIL(rc=$rc)"; [ "$rc" -eq 124 ] && st=TIMEOUT
   log "=== $name: $st in $(($(date +%s) - t0))s"
   SUMMARY+=("$(printf '%-28s %-14s %4ss' "$name" "$st" "$(($(date +%s) - t0))")")
@@ -65,8 +66,8 @@ bench() {
 ncu_step() {
   [ "${SKIP_NCU:-0}" = 1 ] && { log "skipped"; return 0; }
   command -v ncu >/dev/null || { log "no ncu"; return 0; }
-  # version 2's entropy and execute kernels, one launch each (the correctness run)
-  ncu --kernel-name regex:'zstd_(entropy|execute)' --launch-count 2 --section SpeedOfLight --section Occupancy \
+  # the entropy, sequences and execute kernels, one launch each (the correctness run)
+  ncu --kernel-name regex:'zstd_(entropy|sequences|execute)' --launch-count 3 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
     "$BUILD"/gpu_zstd_bench --big 256 --small 0 --repeat 1 --v1-repeat 0 --levels 3 >"$OUT/ncu.log" 2>&1
   local rc=$?
@@ -74,6 +75,8 @@ ncu_step() {
   return $rc
 }
 
+export OUT BUILD BIG SMALL REPEAT LEVELS START
+export -f log build tests memcheck bench ncu_step
 step "build" 300 build
 step "zstd tests (host + GPU)" 240 tests
 step "memcheck (ZstdBatch*)" 300 memcheck

@@ -1,17 +1,21 @@
-// Batched Zstandard decoding on the GPU: version 2, thousands of blocks in flight, with
+// Batched Zstandard decoding on the GPU: versions 2-3, thousands of blocks in flight, with
 // version 1 (one warp per buffer) as the path for whatever does not fit the scratch.
 //
-// Four launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
+// Five launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
 //   plan      one thread per buffer: plan_buffer (codec/logic/zstd/split.hpp) counts its
 //             steps and scratch, reserves both from counters in the scratch (or marks the
 //             buffer for version 1 when they do not fit), then writes the steps.
 //   entropy   one warp per compressed block of the whole batch, from a queue: rebuilds the
 //             block's Huffman and FSE tables in shared memory, decodes its literals (four
-//             Huffman streams on lanes 0-3) and its sequences into records in the scratch.
+//             Huffman streams on lanes 0-3) and copies its sequence-code tables to the scratch.
+//   sequences one lane per block (32 per warp, one warp per SM): each lane decodes whole
+//             sequence streams into records, the block's tables in its slot of shared memory.
 //   execute   one warp per buffer: runs its steps in order, 32 sequences at a time (prefix
 //             sums give every lane its output position; lanes copy their own literals and
 //             matches, long ones go to the whole warp; matches wait in rounds only when they
-//             read bytes of a match of the same group).
+//             read bytes of a match of the same group); software-pipelined: records two
+//             groups ahead, the next group's short literals and matches preloaded into
+//             registers while the current group is copied.
 //   version 1 one warp per buffer marked in the plan (or every buffer when the scratch is too
 //             small for the plan's bookkeeping): the shared one-pass decoder as a WarpTeam.
 #include <cuda_runtime_api.h>
@@ -82,6 +86,7 @@ struct Counters {
   unsigned long long steps_used;
   unsigned long long arena_used;
   unsigned long long entropy_queue;
+  unsigned long long seq_queue;
 };
 struct BufferPlan {
   unsigned long long first_step;
@@ -117,8 +122,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // ---- version 2 --------------------------------------------------------------------------
 
 constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tables in shared memory)
-constexpr int kExecWarps = 4;
-constexpr int kPlanThreads = 128;
+// The sequences kernel: one warp per CTA, each lane decodes whole blocks' sequence streams
+// with that block's SeqTables in shared memory (32 x 5 KiB: one CTA per SM).
+constexpr int kSeqLanes = 32;
+constexpr std::size_t kSeqSmem = kSeqLanes * sizeof(zl::SeqTables);
+// The execute kernel: one warp per CTA and buffer (256 buffers spread over all SMs rather than
+// 4 per CTA on 64 of them).
+constexpr int kExecWarps = 1;
+// One thread per buffer walking its block headers and FSE descriptions: byte loads at 32
+// unrelated addresses per warp instruction. Small CTAs spread the buffers over many SMs
+// (128-thread CTAs put 256 buffers on 2 SMs: 15 ms at level 3 under ncu).
+constexpr int kPlanThreads = 8;
 // Version-1 workspaces kept for the buffers that do not fit (and the v1-only path's minimum).
 constexpr std::size_t kFallbackWarps = 16;
 // A fraction of what remains after the workspaces holds the steps, the rest the arena.
@@ -180,11 +194,66 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
     zl::BlockStep st = steps[k];
     if (st.kind != zl::kStepCompressed) continue;
     const auto* p = static_cast<const zl::u8*>(src[st.owner]);
-    zl::decode_block_entropy(team, p, &st, &tables[w], arena + st.scratch);
+    zl::decode_block_literals(team, p, &st, &tables[w], arena + st.scratch);
     if (lane == 0) {
       steps[k].status = st.status;
       steps[k].n_ok = st.n_ok;
       for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
+    }
+    __syncwarp();
+  }
+}
+
+// Pass 2b: a warp takes 32 consecutive steps at a time and each lane decodes the sequence
+// stream of its step when pass 2a left it ok, with the block's tables copied into the lane's
+// slot of shared memory; the warp meets again after them. (A first version with a queue per
+// lane took the same time: the limit is one lane's dependent chain per sequence with 32
+// chains per SM, ~60 ms at level 3 for 256 x 4 MiB; docs/gpu_zstd.md, version 3.)
+__global__ void __launch_bounds__(kSeqLanes)
+    zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
+                          bool fast) {
+  extern __shared__ uint4 seq_smem[];
+  const unsigned lane = threadIdx.x & 31u;
+  zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + threadIdx.x;
+  const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
+  for (;;) {
+    unsigned long long base = 0;
+    if (lane == 0) base = atomicAdd(&counters->seq_queue, static_cast<unsigned long long>(kSeqLanes));
+    base = __shfl_sync(0xFFFFFFFFu, base, 0);
+    if (base >= total) break;
+    const unsigned long long k = base + lane;
+    if (k < total) {
+      zl::BlockStep st = steps[k];
+      if (zl::needs_sequences(st)) {
+        const auto* p = static_cast<const zl::u8*>(src[st.owner]);
+        unsigned char* blk = arena + st.scratch;
+        const zl::SeqTables* g = zl::step_seq_tables(st, blk);
+        const zl::u32 logs[3] = {g->ll_log, g->ml_log, g->of_log};
+        // The used states of each table, in 16-byte words (4 entries).
+        const uint4* from[3] = {reinterpret_cast<const uint4*>(g->ll), reinterpret_cast<const uint4*>(g->ml),
+                                reinterpret_cast<const uint4*>(g->of)};
+        uint4* to[3] = {reinterpret_cast<uint4*>(mine->ll), reinterpret_cast<uint4*>(mine->ml),
+                        reinterpret_cast<uint4*>(mine->of)};
+        for (int t = 0; t < 3; ++t) {
+          const unsigned words = ((1u << logs[t]) + 3) / 4;
+          unsigned i = 0;
+          for (; i + 4 <= words; i += 4) {
+            const uint4 a = from[t][i], b = from[t][i + 1], c = from[t][i + 2], d = from[t][i + 3];
+            to[t][i] = a;
+            to[t][i + 1] = b;
+            to[t][i + 2] = c;
+            to[t][i + 3] = d;
+          }
+          for (; i < words; ++i) to[t][i] = from[t][i];
+        }
+        mine->ll_log = logs[0];
+        mine->ml_log = logs[1];
+        mine->of_log = logs[2];
+        zl::decode_block_sequences(p, &st, mine, blk, fast);
+        steps[k].status = st.status;
+        steps[k].n_ok = st.n_ok;
+        for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
+      }
     }
     __syncwarp();
   }
@@ -230,6 +299,17 @@ int entropy_blocks() {
   return sms * (per_sm > 0 ? per_sm : 1);
 }
 
+int sequences_blocks() {
+  // Per call, not once: the attribute belongs to the current device's context.
+  CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kSeqSmem)));
+  int dev = 0, sms = 0, per_sm = 0;
+  CS_CUDA_CHECK(cudaGetDevice(&dev));
+  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_sequences_kernel, kSeqLanes, kSeqSmem));
+  return sms * (per_sm > 0 ? per_sm : 1);
+}
+
 }  // namespace
 
 std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers) {
@@ -240,7 +320,10 @@ std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers, std::size_t total_
   // Arena: literals (at most the decoded bytes) and 12-byte sequence records (ERA5-like
   // fields at levels 3-5: ~0.12 sequences per decoded byte, 1.4 bytes per byte), plus a
   // partly used last block per buffer. Steps: kStepShare-th of the rest.
-  const std::size_t arena = 2 * total_decoded_bytes + num_buffers * (256u << 10);
+  // Blocks with sequences also keep their three code tables (zl::SeqTables, ~5 KiB): one per
+  // 128 KiB of output and a partial last block per buffer.
+  const std::size_t arena = 2 * total_decoded_bytes + num_buffers * (256u << 10) +
+                            (total_decoded_bytes / (128u << 10) + num_buffers) * sizeof(zl::SeqTables);
   const std::size_t rest = arena + arena / (kStepShare - 1) + 2 * kScratchAlign;
   const std::size_t warps = num_buffers < kFallbackWarps ? (num_buffers ? num_buffers : 1) : kFallbackWarps;
   return v2_head_bytes(num_buffers) + warps * kWorkspaceStride + rest + kScratchAlign;
@@ -295,6 +378,11 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     zstd_plan_kernel<<<static_cast<unsigned>((num_buffers + kPlanThreads - 1) / kPlanThreads), kPlanThreads, 0,
                        stream>>>(d_src, d_src_sizes, num_buffers, counters, plans, steps, step_cap, arena_cap);
     zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena);
+    // CUBESTREAM_ZSTD_SEQ_FAST=1: sequence streams through the fast bit reader (split.hpp,
+    // entropy_sequences; host-tested, not yet measured on a GPU, so off by default).
+    const char* seq_fast = std::getenv("CUBESTREAM_ZSTD_SEQ_FAST");
+    zstd_sequences_kernel<<<sequences_blocks(), kSeqLanes, kSeqSmem, stream>>>(d_src, counters, steps, arena,
+                                                                               seq_fast && seq_fast[0] == '1');
     zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                           stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
                                     verify_checksum);

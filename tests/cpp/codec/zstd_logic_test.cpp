@@ -28,9 +28,11 @@ using namespace cs_zstd_test;
 
 // The three passes of split.hpp (the GPU decoder's version 2), run here by one thread:
 // plan the buffer (counting, then writing the steps), decode every compressed block's
-// entropy (in reverse block order when `reverse`, each block with table space filled with
-// garbage, which shows that a block needs nothing from the blocks decoded before it), then
-// execute the steps. Exact-size heap buffers, so that AddressSanitizer sees any overrun.
+// entropy, then execute the steps. When `reverse`, as the GPU runs them: pass 2a (literals,
+// tables) for every block in reverse block order, each block with table space filled with
+// garbage (a block needs nothing from the blocks decoded before it), then pass 2b (sequence
+// streams, through the fast reader) for every block from a garbage-filled copy of its tables;
+// otherwise both halves of pass 2 per block, general reader only. Exact-size heap buffers, so that AddressSanitizer sees any overrun.
 struct SplitStats {
   long blocks = 0;          // compressed blocks decoded
   long cross_refs = 0;      // ... whose tree or a sequence table was described by an earlier block
@@ -52,8 +54,26 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
   for (std::size_t k = 0; k < steps.size(); ++k) {
     zl::BlockStep& st = steps[reverse ? steps.size() - 1 - k : k];
     if (st.kind != zl::kStepCompressed) continue;
-    if (reverse) std::memset(static_cast<void*>(tables.get()), 0xA5, sizeof(zl::ZstdTables));
-    zl::decode_block_entropy(zl::SerialTeam{}, src, &st, tables.get(), scratch.get() + st.scratch);
+    if (reverse) {
+      std::memset(static_cast<void*>(tables.get()), 0xA5, sizeof(zl::ZstdTables));
+      zl::decode_block_literals(zl::SerialTeam{}, src, &st, tables.get(), scratch.get() + st.scratch);
+    } else {
+      zl::decode_block_entropy(zl::SerialTeam{}, src, &st, tables.get(), scratch.get() + st.scratch);
+    }
+  }
+  if (reverse) {
+    // Pass 2b from a copy of each block's tables, as the GPU's shared-memory slot.
+    std::unique_ptr<zl::SeqTables> slot(new zl::SeqTables);
+    for (auto& st : steps) {
+      if (!zl::needs_sequences(st)) continue;
+      std::memset(static_cast<void*>(slot.get()), 0x5A, sizeof(zl::SeqTables));
+      std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch.get() + st.scratch),
+                  sizeof(zl::SeqTables));
+      zl::decode_block_sequences(src, &st, slot.get(), scratch.get() + st.scratch, /*fast=*/true);
+    }
+  }
+  for (const auto& st : steps) {
+    if (st.kind != zl::kStepCompressed) continue;
     ++g_split.blocks;
     bool cross = st.lit_type == 3;
     for (const auto& c : st.code) cross = cross || (st.nb_seq > 0 && c.at < st.at);

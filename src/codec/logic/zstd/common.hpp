@@ -37,6 +37,25 @@ CS_HD inline u32 load_le16(const u8* p) { return u32(p[0]) | (u32(p[1]) << 8); }
 CS_HD inline u32 load_le24(const u8* p) { return u32(p[0]) | (u32(p[1]) << 8) | (u32(p[2]) << 16); }
 CS_HD inline u32 load_le32(const u8* p) { return load_le24(p) | (u32(p[3]) << 24); }
 CS_HD inline u64 load_le64(const u8* p) { return u64(load_le32(p)) | (u64(load_le32(p + 4)) << 32); }
+// load_le64(p) where [lo, hi) is readable and holds [p, p + 8). On the GPU, eight byte loads
+// become one aligned 8-byte load, or two and a funnel shift when both aligned words lie inside
+// [lo, hi) (never a byte outside it); the GPU is little-endian like the format.
+CS_HD inline u64 load_le64_in(const u8* p, const u8* lo, const u8* hi) {
+#if CS_DEVICE_PASS
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t a0 = a & ~std::uintptr_t(7);
+  if (a == a0) return *reinterpret_cast<const u64*>(p);
+  if (a0 >= reinterpret_cast<std::uintptr_t>(lo) && a0 + 16 <= reinterpret_cast<std::uintptr_t>(hi)) {
+    const u64* q = reinterpret_cast<const u64*>(a0);
+    const u64 x = q[0], y = q[1];
+    const unsigned sh = static_cast<unsigned>(a - a0) * 8;
+    return (x >> sh) | (y << (64 - sh));
+  }
+#endif
+  (void)lo;
+  (void)hi;
+  return load_le64(p);
+}
 
 // Index of the highest set bit (v != 0).
 CS_HD inline u32 highbit32(u32 v) {
@@ -133,7 +152,7 @@ struct BackwardBits {
       const u64 end_byte = (at + n + 7) >> 3;
       win_byte = end_byte >= 8 ? end_byte - 8 : 0;
       if (win_byte + 8 <= size) {
-        win = load_le64(p + win_byte);
+        win = load_le64_in(p + win_byte, p, p + size);
       } else {
         win = 0;
         for (u32 i = 0; i < 8; ++i) {
@@ -164,6 +183,32 @@ struct BackwardBits {
   }
   // True once every bit has been read, exactly: the condition every stream must end in.
   CS_HD bool finished_exactly() const { return pos == 0 && !overflow; }
+};
+
+// A faster reader of the same backward stream for stretches where plenty of bits remain (the
+// caller guarantees pos >= 57 + the bits it reads before the next check): a 64-bit window of
+// the 8 bytes ending with the byte that holds bit pos - 1, refilled by one load when fewer
+// bits than asked for are left in it; no end-of-stream or overflow checks. read(n) returns
+// bits [pos - n, pos) like BackwardBits::read. Positions fit 32 bits: a block is <= 128 KiB.
+struct FastBackwardBits {
+  const u8* p;
+  std::size_t size;
+  u32 pos;
+  u32 base;  // the window holds bits [base, base + 64)
+  u64 w;
+  CS_HD FastBackwardBits(const BackwardBits& b)
+      : p(b.p), size(b.size), pos(static_cast<u32>(b.pos)), base(static_cast<u32>(b.pos)), w(0) {}
+  CS_HD void refill() {
+    const u32 byte = ((pos + 7) >> 3) - 8;  // pos >= 57: byte >= 0, and byte + 8 <= size
+    w = load_le64_in(p + byte, p, p + size);
+    base = 8 * byte;  // now 57 <= pos - base <= 64
+  }
+  CS_HD u32 read(u32 n) {  // n <= 31
+    if (n == 0) return 0;
+    if (pos - base < n) refill();
+    pos -= n;
+    return static_cast<u32>(w >> (pos - base)) & ((1u << n) - 1);
+  }
 };
 
 }  // namespace cubestream::codec::logic::zstd

@@ -131,7 +131,42 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
   CS_ZSTD_TRY(bits.init(src, n));
   const u32 log = ws->huf_log;
   const HufEntry* table = ws->huf;
-  for (std::size_t i = 0; i < count; ++i) {
+  std::size_t i = 0;
+  // Fast path, while at least 64 bits are unread: the 8 bytes ending with the byte that holds
+  // the next unread bit hold the next 57-64 bits, enough for four codes of at most
+  // kHufMaxLog = 11 bits (44), so four symbols need one load and no bounds or overflow checks.
+  // The same bits as the general loop below (bits [pos - log, pos), then pos -= nbits).
+  {
+    u64 pos = bits.pos;
+    const u64 mask = (u64(1) << log) - 1;
+    // Four symbols go out as one 4-byte store where out is 4-byte aligned (the streams of a
+    // full block start at multiples of 32 KiB).
+    const bool word_out = (reinterpret_cast<std::uintptr_t>(out) & 3) == 0;
+    while (pos >= 64 && count - i >= 4) {
+      const u64 b = ((pos + 7) >> 3) - 8;  // 8b + 57 <= pos <= 8b + 64, and b + 8 <= n
+      const u64 w = load_le64_in(src + b, src, src + n);
+      u32 avail = static_cast<u32>(pos - 8 * b);
+      u32 four = 0;
+      for (int k = 0; k < 4; ++k) {
+        const HufEntry e = table[(w >> (avail - log)) & mask];
+        four |= u32(e.symbol) << (8 * k);
+        avail -= e.nbits;
+      }
+      if (word_out) {
+#if CS_DEVICE_PASS
+        *reinterpret_cast<u32*>(out + i) = four;  // little-endian: symbol k at byte k
+#else
+        for (int k = 0; k < 4; ++k) out[i + k] = static_cast<u8>(four >> (8 * k));
+#endif
+      } else {
+        for (int k = 0; k < 4; ++k) out[i + k] = static_cast<u8>(four >> (8 * k));
+      }
+      pos = 8 * b + avail;
+      i += 4;
+    }
+    bits.pos = pos;
+  }
+  for (; i < count; ++i) {
     const HufEntry e = table[bits.peek(log)];
     out[i] = e.symbol;
     bits.consume(e.nbits);

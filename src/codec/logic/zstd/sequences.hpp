@@ -120,13 +120,15 @@ CS_HD inline DecodeStatus read_sequence_count(const u8* src, std::size_t n, u32*
   return DecodeStatus::kOk;
 }
 
-// The backward sequence stream (section 3.1.1.3.2.2) read with the three tables of `ws`.
+// The backward sequence stream (section 3.1.1.3.2.2) read with the three tables of `ws`
+// (a ZstdTables, or the SeqTables copy of split.hpp: anything with ll/ml/of and their logs).
 struct SequenceStream {
   BackwardBits bits;
   u32 ll_state, of_state, ml_state;
 
   // Initial states in the order LL, OF, ML.
-  CS_HD DecodeStatus init(const ZstdTables* ws, const u8* src, std::size_t n) {
+  template <class Tables>
+  CS_HD DecodeStatus init(const Tables* ws, const u8* src, std::size_t n) {
     CS_ZSTD_TRY(bits.init(src, n));
     ll_state = static_cast<u32>(bits.read(ws->ll_log));
     of_state = static_cast<u32>(bits.read(ws->of_log));
@@ -137,7 +139,8 @@ struct SequenceStream {
   // Decodes the next sequence: literal length, match length and Offset_Value (section
   // 3.1.1.3.2.1.1: offset codes carry `code` extra bits on top of 1 << code). The states
   // advance unless this is the last sequence.
-  CS_HD DecodeStatus next(const ZstdTables* ws, bool last, u32* ll, u32* ml, u64* of_value) {
+  template <class Tables>
+  CS_HD DecodeStatus next(const Tables* ws, bool last, u32* ll, u32* ml, u64* of_value) {
     const FseEntry lle = ws->ll[ll_state], ofe = ws->of[of_state], mle = ws->ml[ml_state];
     // Extra bits in the order offset, match length, literal length.
     const u32 of_code = ofe.symbol;
@@ -151,6 +154,24 @@ struct SequenceStream {
     }
     CS_ZSTD_REQUIRE(!bits.overflow, kCorrupt);
     return DecodeStatus::kOk;
+  }
+
+  // A sequence takes at most 31 + 16 + 16 extra bits and 9 + 9 + 8 state bits.
+  static constexpr u32 kMaxSequenceBits = 89;
+  // next() for a sequence that is not the last, reading through `fb` (which stands in for
+  // `bits` until the caller hands its position back), while fb.pos >= 57 + kMaxSequenceBits:
+  // then no field can run past the stream's start, so there is nothing to check. The same
+  // fields in the same order as next().
+  template <class Tables>
+  CS_HD void next_fast(const Tables* ws, FastBackwardBits* fb, u32* ll, u32* ml, u64* of_value) {
+    const FseEntry lle = ws->ll[ll_state], ofe = ws->of[of_state], mle = ws->ml[ml_state];
+    const u32 of_code = ofe.symbol;
+    *of_value = (u64(1) << of_code) + fb->read(of_code);
+    *ml = ml_base(mle.symbol) + fb->read(ml_bits(mle.symbol));
+    *ll = ll_base(lle.symbol) + fb->read(ll_bits(lle.symbol));
+    ll_state = lle.base + fb->read(lle.nbits);
+    ml_state = mle.base + fb->read(mle.nbits);
+    of_state = ofe.base + fb->read(ofe.nbits);
   }
 };
 

@@ -1,5 +1,5 @@
-// The Zstandard decoder split into three passes, for decoding many blocks at once (version 2
-// of the GPU decoder, docs/gpu_zstd.md). Same format logic as decoder.hpp, same statuses,
+// The Zstandard decoder split into three passes, for decoding many blocks at once (versions
+// 2-3 of the GPU decoder, docs/gpu_zstd.md). Same format logic as decoder.hpp, same statuses,
 // same bytes; the host tests run these passes with a SerialTeam against zstd_decompress and
 // libzstd.
 //
@@ -8,14 +8,17 @@
 //      block, frame end or error. Records, per compressed block, where the Huffman tree and
 //      the three sequence-code tables it uses are described: its own section, or for treeless
 //      literals (section 3.1.1.3.1.1) and Repeat_Mode (section 3.1.1.3.2.1) an earlier block
-//      of the same frame. Also sizes each block's scratch (literals + sequence records).
-//   2. decode_block_entropy (one team per compressed block, all blocks of a batch at once):
-//      rebuilds the tables, decodes the literals into the block's scratch and the sequences
-//      into records (literal length, match length, offset). Repeat offsets depend on earlier
-//      blocks, so offsets that name a repeat offset are stored symbolically, relative to the
-//      repeat offsets at the block's start (see kSymTag).
+//      of the same frame. Also sizes each block's scratch (literals, sequence records, tables).
+//   2. entropy, all blocks of a batch at once, in two halves: 2a decode_block_literals (one
+//      team per block) rebuilds the tables, decodes the literals into the block's scratch and
+//      copies the three sequence-code tables there; 2b decode_block_sequences (one thread per
+//      block) decodes the sequences into records (literal length, match length, offset);
+//      decode_block_entropy runs both. Repeat offsets depend on earlier blocks, so offsets
+//      that name a repeat offset are stored symbolically, relative to the repeat offsets at
+//      the block's start (see kSymTag).
 //   3. execute_steps (one team per buffer, blocks in order): resolves the symbolic offsets,
-//      and copies literals and matches into the output, a team's worth of sequences at a time.
+//      and copies literals and matches into the output, a team's worth of sequences at a time,
+//      the next group's short copies preloaded while the current one is written.
 //
 // Errors come out in the order the one-pass decoder finds them: a header error becomes an
 // error step after the steps before it; an entropy error is reported after executing the
@@ -99,7 +102,24 @@ CS_HD inline u64 sym_sub(u64 e) { return kSymBase - (e & ((u64(1) << 40) - 1)); 
 inline constexpr u32 kRecSym = 1u << 31;
 CS_HD inline u64 align16(u64 v) { return (v + 15) & ~u64(15); }
 CS_HD inline u64 step_lit_bytes(const BlockStep& s) { return s.lit_type == 0 ? 0 : align16(s.lit_regen); }
-CS_HD inline u64 step_scratch_bytes(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * s.seq_cap); }
+
+// The three sequence-code tables of one block (section 3.1.1.3.2.1), copied out of the team's
+// ZstdTables by pass 2a so that pass 2b can decode the block's sequence stream with one
+// thread, many blocks side by side (the GPU puts 32 of these in one SM's shared memory).
+struct SeqTables {
+  FseEntry ll[1u << kLlMaxLog];
+  FseEntry ml[1u << kMlMaxLog];
+  FseEntry of[1u << kOfMaxLog];
+  u32 ll_log, ml_log, of_log, pad;
+};
+static_assert(sizeof(SeqTables) % 16 == 0, "SeqTables is copied in 16-byte words");
+
+// A block's scratch: literals, the three record arrays, then (blocks with sequences) its
+// SeqTables, each part 16-byte aligned.
+CS_HD inline u64 step_tables_at(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * s.seq_cap); }
+CS_HD inline u64 step_scratch_bytes(const BlockStep& s) {
+  return step_tables_at(s) + (s.nb_seq > 0 ? sizeof(SeqTables) : 0);
+}
 
 // ---- pass 1: plan ---------------------------------------------------------------------------
 
@@ -294,17 +314,18 @@ CS_HD inline void plan_buffer(const u8* src, std::size_t n, BlockStep* steps, u6
 }
 
 // ---- pass 2: entropy ------------------------------------------------------------------------
+//
+// Two halves, so that the serial part (the sequence stream) can run one block per thread:
+//   2a decode_block_literals (a team per block): tables, literals; copies the block's three
+//      sequence-code tables into its scratch (SeqTables).
+//   2b decode_block_sequences (one thread per block): the sequence stream into records.
+// decode_block_entropy runs both for one block.
 
 namespace detail {
 
 template <class Team>
-CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, ZstdTables* t, u8* blk, u32* n_ok,
-                           RepeatOffsets* reps) {
+CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockStep& s, ZstdTables* t, u8* blk) {
   t->huf_valid = t->ll_valid = t->ml_valid = t->of_valid = 0;
-  reps->rep[0] = sym_rep(0);
-  reps->rep[1] = sym_rep(1);
-  reps->rep[2] = sym_rep(2);
-  *n_ok = 0;
   std::size_t used = 0;
   // Treeless literals: rebuild the tree of the block that described it.
   if (s.lit_type == 3) CS_ZSTD_TRY(read_huffman_tree(team, src + s.huf.at, s.huf.avail, t, &used));
@@ -315,17 +336,41 @@ CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, 
     CS_ZSTD_TRY(build_code_table(team, static_cast<SeqCode>(k), s.code[k].mode, src + s.code[k].at, s.code[k].avail,
                                  t, &used));
   }
+  // The states each table has (RLE: one), copied for pass 2b.
+  team.sync();
+  SeqTables* out = reinterpret_cast<SeqTables*>(blk + step_tables_at(s));
+  const u32 nll = 1u << t->ll_log, nml = 1u << t->ml_log, nof = 1u << t->of_log;
+  for (u32 i = team.rank(); i < nll; i += team.size()) out->ll[i] = t->ll[i];
+  for (u32 i = team.rank(); i < nml; i += team.size()) out->ml[i] = t->ml[i];
+  for (u32 i = team.rank(); i < nof; i += team.size()) out->of[i] = t->of[i];
+  if (team.rank() == 0) {
+    out->ll_log = t->ll_log;
+    out->ml_log = t->ml_log;
+    out->of_log = t->of_log;
+    out->pad = 0;
+  }
+  return DecodeStatus::kOk;
+}
+
+// The sequence stream of one block, by one thread, with the tables of pass 2a. With `fast`,
+// the sequences before the last one are read with FastBackwardBits while enough bits remain
+// (SequenceStream::next_fast), the rest as always: same records, same statuses.
+template <class Tables>
+CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Tables* t, u8* blk, u32* n_ok,
+                                     RepeatOffsets* reps, bool fast) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
   u32* rec_ml = rec_ll + s.seq_cap;
   u32* rec_off = rec_ml + s.seq_cap;
-  for (u32 i = 0; i < s.seq_cap; ++i) {
-    u32 ll = 0, ml = 0;
-    u64 of_value = 0, offset = 0;
-    CS_ZSTD_TRY(stream.next(t, i + 1 == s.nb_seq, &ll, &ml, &of_value));
-    CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
-    if (team.rank() == 0) {
+  u32 i = 0;
+  if (fast) {
+    FastBackwardBits fb(stream.bits);
+    while (i < s.seq_cap && i + 1 < s.nb_seq && fb.pos >= 57 + SequenceStream::kMaxSequenceBits) {
+      u32 ll = 0, ml = 0;
+      u64 of_value = 0, offset = 0;
+      stream.next_fast(t, &fb, &ll, &ml, &of_value);
+      CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
       if (sym_is(offset)) {
         rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
         rec_off[i] = static_cast<u32>(sym_sub(offset));
@@ -334,7 +379,24 @@ CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, 
         rec_off[i] = static_cast<u32>(offset);
       }
       rec_ml[i] = ml;
+      *n_ok = ++i;
     }
+    stream.bits.pos = fb.pos;
+    stream.bits.win_byte = ~u64(0);  // the general reader reloads its window
+  }
+  for (; i < s.seq_cap; ++i) {
+    u32 ll = 0, ml = 0;
+    u64 of_value = 0, offset = 0;
+    CS_ZSTD_TRY(stream.next(t, i + 1 == s.nb_seq, &ll, &ml, &of_value));
+    CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
+    if (sym_is(offset)) {
+      rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
+      rec_off[i] = static_cast<u32>(sym_sub(offset));
+    } else {
+      rec_ll[i] = ll;
+      rec_off[i] = static_cast<u32>(offset);
+    }
+    rec_ml[i] = ml;
     *n_ok = i + 1;
   }
   if (s.seq_cap == s.nb_seq) CS_ZSTD_REQUIRE(stream.bits.finished_exactly(), kCorrupt);
@@ -343,28 +405,94 @@ CS_HD DecodeStatus entropy(const Team& team, const u8* src, const BlockStep& s, 
 
 }  // namespace detail
 
-// Pass 2 for one compressed block: `blk` is its scratch (scratch base + s->scratch); writes
-// s->status, s->n_ok and s->reps_end. `t` is the team's table space.
+// Whether pass 2b has work for this step (pass 2a left it ok and it has sequences).
+CS_HD inline bool needs_sequences(const BlockStep& s) {
+  return s.kind == kStepCompressed && s.status == static_cast<u32>(DecodeStatus::kOk) && s.nb_seq > 0;
+}
+CS_HD inline const SeqTables* step_seq_tables(const BlockStep& s, const u8* blk) {
+  return reinterpret_cast<const SeqTables*>(blk + step_tables_at(s));
+}
+
+// Pass 2a for one compressed block: `blk` is its scratch (scratch base + s->scratch); writes
+// s->status (an error, or ok when the literals and tables are) with n_ok = 0 and the block's
+// repeat offsets unchanged. `t` is the team's table space.
 template <class Team>
-CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, ZstdTables* t, u8* blk) {
-  u32 n_ok = 0;
-  RepeatOffsets reps;
-  const DecodeStatus st = detail::entropy(team, src, *s, t, blk, &n_ok, &reps);
+CS_HD void decode_block_literals(const Team& team, const u8* src, BlockStep* s, ZstdTables* t, u8* blk) {
+  const DecodeStatus st = detail::entropy_front(team, src, *s, t, blk);
   team.sync();
   if (team.rank() == 0) {
     s->status = static_cast<u32>(st);
-    s->n_ok = n_ok;
-    for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
+    s->n_ok = 0;
+    for (u32 k = 0; k < 3; ++k) s->reps_end[k] = sym_rep(k);
   }
 }
 
+// Pass 2b for one block with needs_sequences(*s), by one thread; `t` holds the block's
+// SeqTables (its scratch copy, or a copy of that). Writes s->status, s->n_ok, s->reps_end.
+// `fast`: see entropy_sequences (the same results either way).
+CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk,
+                                         bool fast = false) {
+  u32 n_ok = 0;
+  // Repeat offsets relative to the block's incoming ones (kSymTag).
+  RepeatOffsets reps{{sym_rep(0), sym_rep(1), sym_rep(2)}};
+  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, fast);
+  s->status = static_cast<u32>(st);
+  s->n_ok = n_ok;
+  for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
+}
+
+// Pass 2 for one compressed block: 2a by the team, then 2b by its first member.
+template <class Team>
+CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, ZstdTables* t, u8* blk) {
+  decode_block_literals(team, src, s, t, blk);
+  team.sync();
+  if (team.rank() == 0 && needs_sequences(*s)) decode_block_sequences(src, s, step_seq_tables(*s, blk), blk);
+  team.sync();
+}
+
 // ---- pass 3: execution ----------------------------------------------------------------------
+//
+// On the GPU one warp executes a frame, 32 sequences (a "group") at a time, and memory latency
+// bounds it: ERA5-like frames have ~1.2 rounds of dependent matches per group but match
+// mostly 4 KiB - 1 MiB back, so literals and match sources come from L2 or DRAM (counts in
+// docs/gpu_zstd.md, version 3). So the loop is software-pipelined: each member's records are
+// loaded two groups ahead, and while group g is copied the members already load the bytes of
+// their group-g+1 sequence (<= 16 literals, and a match of <= 16 bytes whose source was
+// final before group g started) into registers ("preloading"); longer or dependent copies
+// take the general path, with their sources prefetched into L2.
 
 namespace detail {
 
+// A hint to bring the line holding p into the GPU's L2; nothing on the host. p must lie in
+// memory the call may read.
+CS_HD inline void prefetch_l2(const void* p) {
+#if CS_DEVICE_PASS
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+
+// Up to kPreBytes bytes held in registers (constant indices only, so they stay registers).
+inline constexpr u32 kPreBytes = 16;
+struct Pre16 {
+  u32 w[kPreBytes / 4];
+};
+CS_HD inline Pre16 load_pre(const u8* s, u32 n) {  // n <= kPreBytes; reads s[0, n) only
+  Pre16 p{};
+  for (u32 k = 0; k < kPreBytes; ++k) {
+    if (k < n) p.w[k >> 2] |= u32(s[k]) << (8 * (k & 3));
+  }
+  return p;
+}
+CS_HD inline void store_pre(u8* d, u32 n, const Pre16& p) {
+  for (u32 k = 0; k < kPreBytes; ++k) {
+    if (k < n) d[k] = static_cast<u8>(p.w[k >> 2] >> (8 * (k & 3)));
+  }
+}
+
 // Copies n bytes, d and s not overlapping, by one member: eight loads issued before their
-// stores, so that one copy of a typical sequence (a few literals, a match of under 16 bytes)
-// waits for memory twice, not once per byte.
+// stores, so that one copy of a typical sequence waits for memory twice, not once per byte.
 CS_HD inline void lane_copy(u8* d, const u8* s, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -402,20 +530,40 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   u64 o = *pos;
   u64 lit_pos = 0;
   const u32 n = s.n_ok;
+  // Records of groups g + 1 (nx_) and g + 2 (af_); the current group's come from nx_.
+  u32 nx_llw = 0, nx_ml = 0, nx_off = 0;
+  u32 af_llw = 0, af_ml = 0, af_off = 0;
+  if (team.rank() < n) {
+    nx_llw = rec_ll[team.rank()];
+    nx_ml = rec_ml[team.rank()];
+    nx_off = rec_off[team.rank()];
+  }
+  if (team.rank() + team.size() < n) {
+    af_llw = rec_ll[team.rank() + team.size()];
+    af_ml = rec_ml[team.rank() + team.size()];
+    af_off = rec_off[team.rank() + team.size()];
+  }
+  // This member's preloaded bytes for its sequence of the current group (none for group 0).
+  Pre16 pre_lit{}, pre_match{};
+  bool have_lit = false, have_match = false;
   for (u32 first = 0; first < n; first += team.size()) {
     const u32 i = first + team.rank();
     const bool act = i < n;
-    u32 ll = 0, ml = 0, offw = 0, llw = 0;
-    if (act) {
-      llw = rec_ll[i];
-      ml = rec_ml[i];
-      offw = rec_off[i];
-      ll = llw & ((1u << 29) - 1);
+    const u32 llw = nx_llw, ml = act ? nx_ml : 0, offw = nx_off;
+    const u32 ll = act ? llw & ((1u << 29) - 1) : 0;
+    nx_llw = af_llw;
+    nx_ml = af_ml;
+    nx_off = af_off;
+    const u32 ahead = i + 2 * team.size();
+    if (ahead < n) {
+      af_llw = rec_ll[ahead];
+      af_ml = rec_ml[ahead];
+      af_off = rec_off[ahead];
     }
     // The offset: stored, or "incoming rep[idx] - sub", which must not reach 0 (section 3.1.2.5).
     u64 offset = offw;
     DecodeStatus st = DecodeStatus::kOk;
-    if (llw & kRecSym) {
+    if (act && (llw & kRecSym)) {
       const u64 r = reps->rep[(llw >> 29) & 3];
       if (r <= offw) st = DecodeStatus::kCorrupt;
       offset = r - offw;
@@ -435,9 +583,56 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
     }
     const u32 bad = team.ballot(act && st != DecodeStatus::kOk);
     if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), team.lowest(bad)));
-    // Literals: members copy their own; long runs go to the whole team, one at a time.
+    const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
+    const u64 total = team.shfl(incl, last);
+    // The next group: positions from one more scan, then each member preloads its sequence's
+    // literals and match source when short and safe to read now (inside the literals and the
+    // frame's output; the match source ends before this group's output, so it is final, and
+    // does not overlap its destination), else prefetches them into L2. These loads are in
+    // flight while this group is copied below.
+    Pre16 next_lit{}, next_match{};
+    bool next_have_lit = false, next_have_match = false;
+    {
+      const u32 ni = i + team.size();
+      const bool nact = ni < n;
+      const u32 nll = nact ? nx_llw & ((1u << 29) - 1) : 0, nml = nact ? nx_ml : 0;
+      u64 noff = nx_off;
+      if (nact && (nx_llw & kRecSym)) {
+        const u64 r = reps->rep[(nx_llw >> 29) & 3];
+        noff = r > nx_off ? r - nx_off : ~u64(0);
+      }
+      const u64 nmine = (u64(nll) << 32) | (u64(nll) + nml);
+      const u64 nexcl = team.scan_add(nmine) - nmine;
+      const u64 nlit = lit_pos + (total >> 32) + (nexcl >> 32);
+      const u64 nmdst = o + (total & 0xFFFFFFFFu) + (nexcl & 0xFFFFFFFFu) + nll;
+      if (nll > 0 && nlit + nll <= lits_size) {
+        if (nll <= kPreBytes) {
+          next_lit = load_pre(lits + nlit, nll);
+          next_have_lit = true;
+        } else {
+          prefetch_l2(lits + nlit);
+        }
+      }
+      if (nml > 0 && noff <= nmdst && nmdst + nml <= cap && nmdst - block_start + nml <= kBlockSizeMax) {
+        const u64 from = nmdst - noff;
+        if (nml <= kPreBytes && noff >= nml && from + nml <= o) {
+          next_match = load_pre(out + from, nml);
+          next_have_match = true;
+        } else {
+          prefetch_l2(out + from);
+        }
+      }
+    }
+    // Literals: members copy their own (from registers when preloaded); long runs go to the
+    // whole team, one at a time. Preloaded matches read nothing written here: stored now too.
     const bool long_lit = ll > kLongCopy;
-    if (!long_lit) lane_copy(out + my_out, lits + my_lit, ll);
+    if (act && have_lit) {
+      store_pre(out + my_out, ll, pre_lit);
+    } else if (!long_lit) {
+      lane_copy(out + my_out, lits + my_lit, ll);
+    }
+    const u64 mdst = my_out + ll;
+    if (act && have_match) store_pre(out + mdst, ml, pre_match);
     for (u32 m = team.ballot(long_lit); m; m &= m - 1) {
       const u32 who = team.lowest(m);
       const u64 d = team.shfl(my_out, who), sl = team.shfl(my_lit, who);
@@ -445,11 +640,10 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
       team_copy(team, out + d, lits + sl, len);
     }
     team.sync();
-    // Matches, in rounds: the lowest pending member can always go (everything before its
-    // output is written); another can go with it when the bytes it reads, out[dst - off,
-    // dst - off + min(ml, off)), end before the first pending member's output.
-    const u64 mdst = my_out + ll;
-    bool pending = act && ml > 0;
+    // The other matches, in rounds: the lowest pending member can always go (everything
+    // before its output is written); another can go with it when the bytes it reads,
+    // out[dst - off, dst - off + min(ml, off)), end before the first pending member's output.
+    bool pending = act && ml > 0 && !have_match;
     for (u32 pm = team.ballot(pending); pm; pm = team.ballot(pending)) {
       const u32 lead = team.lowest(pm);
       const u64 front = team.shfl(mdst, lead);
@@ -466,8 +660,10 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
       team.sync();
       if (ready) pending = false;
     }
-    const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
-    const u64 total = team.shfl(incl, last);
+    pre_lit = next_lit;
+    pre_match = next_match;
+    have_lit = next_have_lit;
+    have_match = next_have_match;
     lit_pos += total >> 32;
     o += total & 0xFFFFFFFFu;
   }
