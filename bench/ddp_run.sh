@@ -10,6 +10,7 @@
 # RUNS, when set, replaces the GPUS x LOADERS grid by a list of LOADER:GPUS[:ARGS] entries, ARGS
 # being extra train_unet.py options with commas for spaces, e.g.
 #   RUNS="synthetic:1 synthetic:4 synthetic:4:--ddp-grads,bf16 cubestream-cpu:4:--threads,12"
+# EPOCHS (measured, default 2) and WARMUP (default 1) set the epochs of every run.
 # Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -46,7 +47,7 @@ for run in $RUNS; do
   envs=()
   if [ "$g" -gt 1 ] && [ $nccl_logged = 0 ]; then envs=(NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$OUT/nccl.log"); nccl_logged=1; fi
   env "${envs[@]}" PYTHONPATH=$BUILD/python timeout "${RUN_TIMEOUT:-150}" python3 -m torch.distributed.run --standalone --nproc_per_node "$g" \
-    examples/train_unet.py --store "$STORE" --loader "$loader" --epochs 2 $args --json "$json" 2>&1 |
+    examples/train_unet.py --store "$STORE" --loader "$loader" --epochs "${EPOCHS:-2}" --warmup-epochs "${WARMUP:-1}" $args --json "$json" 2>&1 |
     grep -E "median of|epoch [0-9]|Error|error" | tail -5
   log "rc=${PIPESTATUS[0]}"
 done
