@@ -14,6 +14,7 @@
 #include "codec/logic/blosclz.hpp"
 #include "codec/logic/lane_copy.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_ring.hpp"
 
 namespace cubestream::cuda::detail {
 
@@ -92,6 +93,67 @@ struct WarpRingCopier : WarpCopier {
                                                   std::size_t size) {
     WarpRingLz4 r{lane, window, ring};
     return r.decode(in, in_size, out, size);
+  }
+};
+
+}  // namespace cubestream::cuda::detail
+
+namespace cubestream::cuda::detail {
+
+// The lanes of codec/logic/lz4_ring.hpp's decoder on the device: every lane runs its part of a
+// phase, then the warp meets (which also makes shared- and global-memory writes of the phase
+// visible to all its lanes).
+struct RingLanes {
+  unsigned lane;
+  template <class F>
+  __device__ void each(F&& f) {
+    f(lane);
+    __syncwarp();
+  }
+  template <class F>
+  __device__ void each_nosync(F&& f) {
+    f(lane);
+  }
+  __device__ void sync() { __syncwarp(); }
+  __device__ bool leader() const { return lane == 0; }
+};
+
+// WarpFill plus a prefetch into L2 of the 4 KiB after the window (one 128-byte line per lane),
+// so that the next refill waits on L2 rather than DRAM.
+struct RingFill {
+  unsigned lane;
+  const std::uint8_t* end;  // one past the input
+  __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
+    WarpFill{lane}(win, src, n);
+    const std::uint8_t* next = src + n + 128 * static_cast<std::size_t>(lane);
+    if (next < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+  }
+};
+
+// The numcodecs lz4 kernel's copier: whole blocks through the 64 KiB ring decoder; a block too
+// large for its 32-bit positions takes WarpCopier's direct copies.
+struct WarpRing64Copier : WarpCopier {
+  std::uint8_t* ring;                  // kLz4RingBytes of shared memory, 16-byte aligned
+  codec::logic::Lz4BatchSeq* seqs;     // kLz4BatchMax records in shared memory
+  std::size_t window_cap;              // bytes of `window` (WarpCopier's fallback uses 2 KiB)
+
+  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                                  std::size_t size) {
+    namespace logic = codec::logic;
+    if (in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes) {
+      WarpCopier& direct = *this;
+      return logic::lz4_decode_exact_with(in, in_size, out, size, direct);
+    }
+    logic::Lz4RingDecoder<RingFill, RingLanes> d{in,
+                                                 static_cast<std::uint32_t>(in_size),
+                                                 out,
+                                                 static_cast<std::uint32_t>(size),
+                                                 ring,
+                                                 seqs,
+                                                 logic::Lz4StagedReader<RingFill>{in, in_size, window, window_cap,
+                                                                                  RingFill{lane, in + in_size}},
+                                                 RingLanes{lane}};
+    return d.run();
   }
 };
 

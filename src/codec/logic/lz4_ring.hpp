@@ -1,0 +1,389 @@
+// A whole LZ4 block decoded by one warp through a 64 KiB ring of recent output (numcodecs lz4:
+// one block per chunk), written once for the host and the device.
+//
+// Why not split the parse from the copies across many warps: LZ4 matches copy earlier OUTPUT,
+// and on float fields nearly every match reads bytes that an earlier match wrote, far back
+// (measured on the bench's data, docs/gpu_decoders.md "version 3": with segments of 32
+// sequences, 85-90 % of matches read an earlier segment, and chains of such reads run through
+// the whole block). Any scheme where other warps copy matches must signal across SMs (~1 us per
+// hop) thousands of times per chunk, which is slower than one warp doing the matches in order
+// out of shared memory. So the serial order stays in one warp, and the work per sequence is cut
+// instead:
+//  - the parse ("walk") is a lean 32-bit fast path over the staged input window (no per-byte
+//    bounds check: the window is checked once per sequence); any sequence the fast path does not
+//    take (length runs of 255, the end of the block, any failed check) goes through the shared
+//    `lz4_read_sequence`, so statuses are exactly those of the host decoder;
+//  - sequences are walked in batches of up to 32; the literals of a whole batch are copied at
+//    once (independent: they come from the input), then its matches in order;
+//  - output is kept in a 64 KiB ring (LZ4 offsets are < 64 KiB, so every match source is in
+//    it) and leaves it in 16-byte stores; match sources never go to global memory.
+//
+// Ring rules (positions p are output offsets; slot(p) = (p + mis) mod 64 Ki, mis = the output
+// pointer's address mod 16, so that a ring slot and its output byte share their 16-byte
+// alignment and the flush can move 16-byte vectors):
+//  - writing p overwrites p - 64 Ki, so before writing up to `end` every position below
+//    end - 64 Ki must be flushed (end - flushed <= 64 Ki) and no pending match may read there;
+//  - a batch (literals first) writes [b0, end) before its matches read: it is admitted only if
+//    end - b0 <= 32 KiB and every match source of the batch is >= end - 64 Ki; a sequence that
+//    cannot join any batch on its own ("lone": long literals or matches) is copied in order in
+//    pieces that keep both rules.
+// The lanes of a warp share each copy (lane l moves bytes l, l + 32, ...). `Lanes` runs the
+// per-lane parts: on the device each lane runs its part and the warp meets at __syncwarp; on
+// the host (tests, fuzzing) the 32 lanes run one after another, so the host checks exactly the
+// order of reads and writes the device uses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "codec/logic/decode_status.hpp"
+#include "codec/logic/lz4_block.hpp"
+#include "core/host_device.hpp"
+
+namespace cubestream::codec::logic {
+
+inline constexpr std::uint32_t kLz4RingBytes = 65536;
+inline constexpr std::uint32_t kLz4RingMask = kLz4RingBytes - 1;
+inline constexpr std::uint32_t kLz4BatchMax = 32;          // sequences walked per batch
+inline constexpr std::uint32_t kLz4BatchBytes = 32768;     // output of a batch (literals-first)
+inline constexpr std::uint32_t kLz4RingLanes = 32;
+// The fast walk reads at most token + 1 length byte + 269 literals + 2 offset bytes + 1 length
+// byte past a sequence's start: it runs when that many bytes are in the window.
+inline constexpr std::uint32_t kLz4FastSpan = 280;
+// Blocks whose input or output reach this size take the general decoder (positions are 32-bit).
+inline constexpr std::size_t kLz4RingMaxBytes = std::size_t{0xFFFF0000u};
+
+struct Lz4BatchSeq {
+  std::uint32_t lit_src;  // input position of the literals
+  std::uint32_t lit_len;
+  std::uint32_t op;       // output position of the literals
+  std::uint32_t off;      // match offset (0: no match, the last sequence)
+  std::uint32_t mlen;     // match length
+};
+
+// The fast path of one sequence (see lz4_read_sequence for the format): only sequences whose
+// header, literals and offset lie in the window, with at most one length byte each, not the
+// last one, and passing every check. Returns false (nothing consumed) otherwise.
+CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::uint32_t in_size, std::uint32_t op,
+                                std::uint32_t out_size, Lz4BatchSeq* s, std::uint32_t* next_ip) {
+  const std::uint32_t t = w[0];
+  std::uint32_t lit = t >> 4, h = 1;
+  if (lit == 15) {
+    const std::uint32_t e = w[1];
+    if (e == 255) return false;
+    lit += e;
+    h = 2;
+  }
+  const std::uint32_t q = h + lit;  // offset position, relative to ip
+  // offset and a possible match length byte inside the input, and the block not ending after
+  // these literals (the last sequence goes through the general parse)
+  if (in_size - ip < q + 3) return false;
+  const std::uint32_t off = static_cast<std::uint32_t>(w[q]) | (static_cast<std::uint32_t>(w[q + 1]) << 8);
+  std::uint32_t m = t & 15u, mh = 0;
+  if (m == 15) {
+    const std::uint32_t e = w[q + 2];
+    if (e == 255) return false;
+    m += e;
+    mh = 1;
+  }
+  m += static_cast<std::uint32_t>(kLz4MinMatch);
+  const std::uint32_t op_l = op + lit;
+  if (lit > out_size - op || off == 0 || off > op_l || m > out_size - op_l) return false;
+  s->lit_src = ip + h;
+  s->lit_len = lit;
+  s->op = op;
+  s->off = off;
+  s->mlen = m;
+  *next_ip = ip + q + 2 + mh;
+  return true;
+}
+
+// Lanes: each(f) runs f(lane) for lanes 0..31 and then makes their writes visible to all lanes
+// (device: every lane runs its own f, then __syncwarp); leader() says whether this thread writes
+// the shared state (device: lane 0; host: always).
+template <class Fill, class Lanes>
+struct Lz4RingDecoder {
+  const std::uint8_t* in;
+  std::uint32_t in_size;
+  std::uint8_t* out;
+  std::uint32_t size;
+  std::uint8_t* ring;       // kLz4RingBytes, 16-byte aligned
+  Lz4BatchSeq* seqs;        // kLz4BatchMax entries, visible to all lanes
+  Lz4StagedReader<Fill> rd;  // the staged input window (its `window` 16-byte aligned)
+  Lanes lanes;
+  std::uint32_t mis = 0;      // out's address mod 16
+  std::uint32_t flushed = 0;  // output [0, flushed) is in `out`
+
+  CS_HD_TEMPLATE CS_HD std::uint32_t slot(std::uint32_t p) const { return (p + mis) & kLz4RingMask; }
+
+  // Output [flushed, end) from the ring to `out`: bytes up to 16-byte alignment of the
+  // destination, then 16-byte vectors (a vector never wraps: the ring size is a multiple of 16
+  // and slot and destination share their alignment), then the tail.
+  CS_HD_TEMPLATE CS_HD void flush(std::uint32_t end) {
+    const std::uint32_t from = flushed;
+    if (end == from) return;
+    std::uint32_t head = (16u - ((from + mis) & 15u)) & 15u;
+    if (head > end - from) head = end - from;
+    const std::uint32_t vecs = (end - from - head) / 16;
+    const std::uint32_t body = from + head;
+    const std::uint32_t tail = body + vecs * 16;
+    std::uint8_t* const o = out;
+    std::uint8_t* const r = ring;
+    const std::uint32_t m = mis;
+    lanes.each([&](unsigned lane) {
+      if (lane < head) o[from + lane] = r[(from + lane + m) & kLz4RingMask];
+      for (std::uint32_t v = lane; v < vecs; v += kLz4RingLanes) {
+        const std::uint32_t p = body + 16 * v;
+        copy16(o + p, r + ((p + m) & kLz4RingMask));
+      }
+      for (std::uint32_t p = tail + lane; p < end; p += kLz4RingLanes) o[p] = r[(p + m) & kLz4RingMask];
+    });
+    flushed = end;
+  }
+
+  CS_HD_TEMPLATE CS_HD static void copy16(std::uint8_t* dst, const std::uint8_t* src) {
+#ifdef __CUDA_ARCH__
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#else
+    std::memcpy(dst, src, 16);
+#endif
+  }
+
+  // Makes room for writing up to `end`: the ring holds at most 64 Ki unflushed bytes.
+  CS_HD_TEMPLATE CS_HD void room(std::uint32_t upto_now, std::uint32_t end) {
+    if (end - flushed > kLz4RingBytes) flush(upto_now);
+  }
+
+  // n literal bytes from input position src to output position p (n <= 64 Ki, room made).
+  CS_HD_TEMPLATE CS_HD void literals(std::uint32_t src, std::uint32_t p, std::uint32_t n) {
+    const std::uint8_t* s = in + src;
+    std::uint8_t* const r = ring;
+    const std::uint32_t base = p + mis;
+    lanes.each([&](unsigned lane) {
+      for (std::uint32_t k = lane; k < n; k += kLz4RingLanes) r[(base + k) & kLz4RingMask] = load_in(s + k);
+    });
+  }
+
+  CS_HD_TEMPLATE CS_HD static std::uint8_t load_in(const std::uint8_t* p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(p);
+#else
+    return *p;
+#endif
+  }
+
+  // The match of n bytes at output position m0 from `off` back, in pieces: with off >= 32 a
+  // piece is at most off bytes (it reads only bytes written before it) and at most 64 Ki - off
+  // (it overwrites no byte it reads); with off < 32 a piece starts at a multiple of off and
+  // byte k of it repeats byte k mod off of the `off` bytes before it. Each piece is one lane
+  // phase; room is made before each.
+  CS_HD_TEMPLATE CS_HD void match(std::uint32_t m0, std::uint32_t off, std::uint32_t n) {
+    std::uint8_t* const r = ring;
+    std::uint32_t q = 0;
+    while (q < n) {
+      std::uint32_t len = n - q;
+      if (off < kLz4RingLanes) {
+        const std::uint32_t cap = kLz4BatchBytes / off * off;
+        if (len > cap) len = cap;
+      } else {
+        if (len > off) len = off;
+        if (len > kLz4RingBytes - off) len = kLz4RingBytes - off;
+        if (len > kLz4BatchBytes) len = kLz4BatchBytes;
+      }
+      const std::uint32_t p = m0 + q;
+      room(p, p + len);
+      const std::uint32_t d = p + mis;
+      const std::uint32_t s = p - off + mis;
+      if (off < kLz4RingLanes) {
+        const std::uint32_t step = kLz4RingLanes % off;
+        lanes.each([&](unsigned lane) {
+          std::uint32_t rr = lane % off;
+          for (std::uint32_t k = lane; k < len; k += kLz4RingLanes) {
+            r[(d + k) & kLz4RingMask] = r[(s + rr) & kLz4RingMask];
+            rr += step;
+            if (rr >= off) rr -= off;
+          }
+        });
+      } else {
+        lanes.each([&](unsigned lane) {
+          for (std::uint32_t k = lane; k < len; k += kLz4RingLanes)
+            r[(d + k) & kLz4RingMask] = r[(s + k) & kLz4RingMask];
+        });
+      }
+      q += len;
+    }
+  }
+
+  // One sequence that cannot be batched: literals in pieces, then the match.
+  CS_HD_TEMPLATE CS_HD void lone(const Lz4BatchSeq& s) {
+    for (std::uint32_t q = 0; q < s.lit_len;) {
+      const std::uint32_t len = s.lit_len - q < kLz4BatchBytes ? s.lit_len - q : kLz4BatchBytes;
+      room(s.op + q, s.op + q + len);
+      literals(s.lit_src + q, s.op + q, len);
+      q += len;
+    }
+    if (s.off != 0) match(s.op + s.lit_len, s.off, s.mlen);
+  }
+
+  // The next sequence at (ip, op): fast path from the window, else the general parse.
+  CS_HD_TEMPLATE CS_HD DecodeStatus next(std::uint32_t* ip, std::uint32_t op, Lz4BatchSeq* s, bool* last) {
+    const std::uint32_t left = in_size - *ip;
+    if (left >= kLz4FastSpan + 3) {
+      // the window must hold the fast path's span: refill at ip if not
+      // (len = 0 makes the next read refill at ip, 16-byte aligned: with window_cap >= span
+      // + 16 and span + 3 bytes left the new window holds the span)
+      if (*ip - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
+        rd.len = 0;
+        static_cast<void>(rd[*ip]);
+      }
+      if (*ip - rd.base + kLz4FastSpan <= rd.len &&
+          lz4_fast_step(rd.window + (*ip - rd.base), *ip, in_size, op, size, s, ip)) {
+        *last = false;
+        return DecodeStatus::kOk;
+      }
+    }
+    std::size_t ip64 = *ip;
+    Lz4Sequence g;
+    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, last);
+    if (st != DecodeStatus::kOk) return st;
+    *ip = static_cast<std::uint32_t>(ip64);
+    s->lit_src = static_cast<std::uint32_t>(g.lit_src);
+    s->lit_len = static_cast<std::uint32_t>(g.lit_len);
+    s->op = op;
+    s->off = static_cast<std::uint32_t>(g.match_offset);
+    s->mlen = static_cast<std::uint32_t>(g.match_len);
+    return DecodeStatus::kOk;
+  }
+
+  CS_HD_TEMPLATE CS_HD DecodeStatus run() {
+    if (in_size == 0) return DecodeStatus::kCorrupt;
+    mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 15u);
+    std::uint32_t ip = 0, op = 0;
+    bool last = false, have_pending = false;
+    Lz4BatchSeq pending{};
+    while (have_pending || !last) {
+      // walk a batch: the first sequence is the one left over from the last batch, if any
+      std::uint32_t n = 0, b0 = op, end = op, min_src = 0xFFFFFFFFu;
+      DecodeStatus st = DecodeStatus::kOk;
+      bool lone_seq = false;
+      lanes.sync();  // every lane is done reading the last batch's records
+      for (;;) {
+        Lz4BatchSeq s;
+        if (have_pending) {
+          s = pending;
+          have_pending = false;
+          b0 = s.op;
+        } else {
+          if (last || n == kLz4BatchMax) break;
+          st = next(&ip, op, &s, &last);
+          if (st != DecodeStatus::kOk) break;
+          op = s.op + s.lit_len + s.mlen;
+        }
+        const std::uint32_t e = s.op + s.lit_len + s.mlen;
+        const std::uint32_t src = s.off != 0 ? s.op + s.lit_len - s.off : e;
+        const std::uint32_t ms = src < min_src ? src : min_src;
+        if (e - b0 > kLz4BatchBytes || e - ms > kLz4RingBytes) {
+          if (n == 0) {  // too large for any batch: copied on its own, in order
+            lone_seq = true;
+            seqs_set(0, s);
+            n = 1;
+            end = e;
+          } else {  // starts the next batch
+            pending = s;
+            have_pending = true;
+          }
+          break;
+        }
+        seqs_set(n, s);
+        ++n;
+        end = e;
+        min_src = ms;
+      }
+      if (st != DecodeStatus::kOk) return st;
+      lanes.sync();  // the batch's records, visible to every lane
+      if (lone_seq) {
+        lone(seqs[0]);
+        continue;
+      }
+      if (n == 0) break;
+      room(b0, end);
+      for (std::uint32_t j = 0; j < n; ++j) {
+        const Lz4BatchSeq s = seqs[j];
+        if (s.lit_len != 0) literals_nosync(s.lit_src, s.op, s.lit_len);
+      }
+      lanes.sync();
+      for (std::uint32_t j = 0; j < n; ++j) {
+        const Lz4BatchSeq s = seqs[j];
+        if (s.off != 0) match(s.op + s.lit_len, s.off, s.mlen);
+      }
+    }
+    flush(op);
+    // short of the size its container promised: the block is damaged
+    return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
+  }
+
+  CS_HD_TEMPLATE CS_HD void seqs_set(std::uint32_t j, const Lz4BatchSeq& s) {
+    if (lanes.leader()) seqs[j] = s;
+  }
+
+  // Literals of a batch: no lane reads what another writes until the matches, so the warp meets
+  // once after all of them.
+  CS_HD_TEMPLATE CS_HD void literals_nosync(std::uint32_t src, std::uint32_t p, std::uint32_t n) {
+    const std::uint8_t* s = in + src;
+    std::uint8_t* const r = ring;
+    const std::uint32_t base = p + mis;
+    lanes.each_nosync([&](unsigned lane) {
+      for (std::uint32_t k = lane; k < n; k += kLz4RingLanes) r[(base + k) & kLz4RingMask] = load_in(s + k);
+    });
+  }
+};
+
+// The host's lanes: one after another.
+struct Lz4HostLanes {
+  template <class F>
+  void each(F&& f) {
+    for (unsigned l = 0; l < kLz4RingLanes; ++l) f(l);
+  }
+  template <class F>
+  void each_nosync(F&& f) {
+    each(f);
+  }
+  void sync() {}
+  bool leader() const { return true; }
+};
+
+struct Lz4MemcpyFill {
+  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const { std::memcpy(win, src, n); }
+};
+
+// Host run of the device's ring decoder (tests and fuzzing): one block of in_size bytes that
+// must decode to exactly `size` bytes, with a staging window of window_cap (>= kLz4FastSpan + 16)
+// bytes. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the device.
+inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                         std::size_t size, std::size_t window_cap = 4096) {
+  if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
+    Lz4SerialCopier copy;
+    return lz4_decode_exact_with(in, in_size, out, size, copy);
+  }
+  struct Buffers {
+    alignas(16) std::uint8_t ring[kLz4RingBytes];
+    Lz4BatchSeq seqs[kLz4BatchMax];
+  };
+  auto* b = new Buffers;
+  auto* window = new std::uint8_t[window_cap];
+  Lz4RingDecoder<Lz4MemcpyFill, Lz4HostLanes> d{in,
+                                               static_cast<std::uint32_t>(in_size),
+                                               out,
+                                               static_cast<std::uint32_t>(size),
+                                               b->ring,
+                                               b->seqs,
+                                               Lz4StagedReader<Lz4MemcpyFill>{in, in_size, window, window_cap, {}},
+                                               {}};
+  const DecodeStatus st = d.run();
+  delete[] window;
+  delete b;
+  return st;
+}
+
+}  // namespace cubestream::codec::logic
