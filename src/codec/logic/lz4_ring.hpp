@@ -99,23 +99,135 @@ CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::ui
   return true;
 }
 
-// Lanes: each(f) runs f(lane) for lanes 0..31 and then makes their writes visible to all lanes
-// (device: every lane runs its own f, then __syncwarp); leader() says whether this thread writes
-// the shared state (device: lane 0; host: always).
+// A batch as the walker hands it to the copiers.
+struct Lz4BatchHead {
+  std::uint32_t n;       // sequences in seqs[0, n)
+  std::uint32_t b0;      // output position of the first
+  std::uint32_t end;     // output position after the last
+  std::uint32_t flags;   // kLz4Batch* below
+};
+inline constexpr std::uint32_t kLz4BatchDone = 1;   // no batch follows (end of block or error)
+inline constexpr std::uint32_t kLz4BatchLone = 2;   // seqs[0] alone, copied in order in pieces
+inline constexpr std::uint32_t kLz4BatchError = 4;  // the walk failed: nothing to copy
+// Set in Lz4BatchSeq::off for a match whose source ends before the batch starts: it reads only
+// bytes of earlier batches, so it is copied beside the literals, in any order.
+inline constexpr std::uint32_t kLz4Independent = 0x80000000u;
+
+// The serial part: walks the token stream, checks every sequence and hands out batches. Run by
+// one warp (all lanes run the same walk; leader() writes the batch). Lanes: leader(), and the
+// Fill of the staged reader.
 template <class Fill, class Lanes>
-struct Lz4RingDecoder {
-  const std::uint8_t* in;
+struct Lz4RingWalker {
   std::uint32_t in_size;
-  std::uint8_t* out;
   std::uint32_t size;
-  std::uint8_t* ring;       // kLz4RingBytes, 16-byte aligned
-  Lz4BatchSeq* seqs;        // kLz4BatchMax entries, visible to all lanes
   Lz4StagedReader<Fill> rd;  // the staged input window (its `window` 16-byte aligned)
   Lanes lanes;
-  std::uint32_t mis = 0;      // out's address mod 16
-  std::uint32_t flushed = 0;  // output [0, flushed) is in `out`
+  std::uint32_t ip = 0, op = 0;
+  bool last = false, have_pending = false;
+  Lz4BatchSeq pending{};
+  DecodeStatus status = DecodeStatus::kOk;
 
-  CS_HD_TEMPLATE CS_HD std::uint32_t slot(std::uint32_t p) const { return (p + mis) & kLz4RingMask; }
+  // The next sequence at (ip, op): fast path from the window, else the general parse.
+  CS_HD_TEMPLATE CS_HD DecodeStatus next(Lz4BatchSeq* s) {
+    const std::uint32_t left = in_size - ip;
+    if (left >= kLz4FastSpan + 3) {
+      // (len = 0 makes the next read refill at ip, 16-byte aligned: with a window of at least
+      // span + 16 bytes and span + 3 bytes left the new window holds the span)
+      if (ip - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
+        rd.len = 0;
+        static_cast<void>(rd[ip]);
+      }
+      std::uint32_t nip = 0;
+      if (ip - rd.base + kLz4FastSpan <= rd.len && lz4_fast_step(rd.window + (ip - rd.base), ip, in_size, op, size, s, &nip)) {
+        ip = nip;
+        return DecodeStatus::kOk;
+      }
+    }
+    std::size_t ip64 = ip;
+    Lz4Sequence g;
+    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, &last);
+    if (st != DecodeStatus::kOk) return st;
+    ip = static_cast<std::uint32_t>(ip64);
+    s->lit_src = static_cast<std::uint32_t>(g.lit_src);
+    s->lit_len = static_cast<std::uint32_t>(g.lit_len);
+    s->op = op;
+    s->off = static_cast<std::uint32_t>(g.match_offset);
+    s->mlen = static_cast<std::uint32_t>(g.match_len);
+    return DecodeStatus::kOk;
+  }
+
+  CS_HD_TEMPLATE CS_HD void put(Lz4BatchSeq* seqs, std::uint32_t j, const Lz4BatchSeq& s) {
+    if (lanes.leader()) seqs[j] = s;
+  }
+
+  // Walks the next batch into *h and seqs; returns true when it is the last one (the block
+  // ended or a sequence failed: then `status` says why and the batch holds nothing).
+  CS_HD_TEMPLATE CS_HD bool walk(Lz4BatchHead* h, Lz4BatchSeq* seqs) {
+    std::uint32_t n = 0, b0 = op, end = op, min_src = 0xFFFFFFFFu, flags = 0;
+    for (;;) {
+      Lz4BatchSeq s;
+      if (have_pending) {
+        s = pending;
+        have_pending = false;
+        b0 = s.op;
+      } else {
+        if (last || n == kLz4BatchMax) break;
+        const DecodeStatus st = next(&s);
+        if (st != DecodeStatus::kOk) {
+          status = st;
+          flags = kLz4BatchError | kLz4BatchDone;
+          n = 0;
+          break;
+        }
+        op = s.op + s.lit_len + s.mlen;
+      }
+      const std::uint32_t e = s.op + s.lit_len + s.mlen;
+      const std::uint32_t src = s.off != 0 ? s.op + s.lit_len - s.off : e;
+      const std::uint32_t ms = src < min_src ? src : min_src;
+      if (e - b0 > kLz4BatchBytes || e - ms > kLz4RingBytes) {
+        if (n == 0) {  // too large for any batch: copied on its own, in order
+          flags = kLz4BatchLone;
+          put(seqs, 0, s);
+          n = 1;
+          end = e;
+        } else {  // starts the next batch
+          pending = s;
+          have_pending = true;
+        }
+        break;
+      }
+      if (s.off != 0 && src + s.mlen <= b0) s.off |= kLz4Independent;
+      put(seqs, n, s);
+      ++n;
+      end = e;
+      min_src = ms;
+    }
+    if (last && !have_pending) {
+      flags |= kLz4BatchDone;
+      // short of the size its container promised: the block is damaged
+      if (!(flags & kLz4BatchError) && op != size) status = DecodeStatus::kCorrupt;
+    }
+    if (lanes.leader()) *h = Lz4BatchHead{n, b0, end, flags};
+    return (flags & kLz4BatchDone) != 0;
+  }
+};
+
+// The parallel part: copies batches into the ring and flushes the ring to the output. The
+// literals of a batch and its independent matches ("phase 1") may be shared among several
+// warps (warp w of nw takes sequences w, w + nw, ...); the other matches ("phase 2") and any
+// flush run in one warp, in order. Lanes: each(f) runs f(lane) for lanes 0..31 and makes their
+// writes visible to the warp (device: every lane runs its own f, then __syncwarp);
+// each_nosync(f) the same without the meeting.
+template <class Lanes>
+struct Lz4RingCopier {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::uint8_t* ring;  // kLz4RingBytes, 16-byte aligned
+  Lanes lanes;
+  std::uint32_t mis = 0;      // out's address mod 16
+  std::uint32_t flushed = 0;  // output [0, flushed) is in `out` (tracked by the phase-2 warp)
+
+  CS_HD void init() { mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 15u); }
 
   // Output [flushed, end) from the ring to `out`: bytes up to 16-byte alignment of the
   // destination, then 16-byte vectors (a vector never wraps: the ring size is a multiple of 16
@@ -142,11 +254,19 @@ struct Lz4RingDecoder {
     flushed = end;
   }
 
-  CS_HD_TEMPLATE CS_HD static void copy16(std::uint8_t* dst, const std::uint8_t* src) {
+  CS_HD static void copy16(std::uint8_t* dst, const std::uint8_t* src) {
 #ifdef __CUDA_ARCH__
     *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
 #else
     std::memcpy(dst, src, 16);
+#endif
+  }
+
+  CS_HD static std::uint8_t load_in(const std::uint8_t* p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(p);
+#else
+    return *p;
 #endif
   }
 
@@ -155,22 +275,24 @@ struct Lz4RingDecoder {
     if (end - flushed > kLz4RingBytes) flush(upto_now);
   }
 
-  // n literal bytes from input position src to output position p (n <= 64 Ki, room made).
-  CS_HD_TEMPLATE CS_HD void literals(std::uint32_t src, std::uint32_t p, std::uint32_t n) {
+  // n literal bytes from input position src to output position p; the caller meets the warp.
+  CS_HD_TEMPLATE CS_HD void literals_nosync(std::uint32_t src, std::uint32_t p, std::uint32_t n) {
     const std::uint8_t* s = in + src;
     std::uint8_t* const r = ring;
     const std::uint32_t base = p + mis;
-    lanes.each([&](unsigned lane) {
+    lanes.each_nosync([&](unsigned lane) {
       for (std::uint32_t k = lane; k < n; k += kLz4RingLanes) r[(base + k) & kLz4RingMask] = load_in(s + k);
     });
   }
 
-  CS_HD_TEMPLATE CS_HD static std::uint8_t load_in(const std::uint8_t* p) {
-#ifdef __CUDA_ARCH__
-    return __ldg(p);
-#else
-    return *p;
-#endif
+  // A match whose source ends before its destination starts (one phase); the caller meets the
+  // warp.
+  CS_HD_TEMPLATE CS_HD void match_flat_nosync(std::uint32_t m0, std::uint32_t off, std::uint32_t n) {
+    std::uint8_t* const r = ring;
+    const std::uint32_t d = m0 + mis, s = m0 - off + mis;
+    lanes.each_nosync([&](unsigned lane) {
+      for (std::uint32_t k = lane; k < n; k += kLz4RingLanes) r[(d + k) & kLz4RingMask] = r[(s + k) & kLz4RingMask];
+    });
   }
 
   // The match of n bytes at output position m0 from `off` back, in pieces: with off >= 32 a
@@ -215,127 +337,35 @@ struct Lz4RingDecoder {
     }
   }
 
-  // One sequence that cannot be batched: literals in pieces, then the match.
+  // One sequence that cannot be batched: literals in pieces, then the match (one warp).
   CS_HD_TEMPLATE CS_HD void lone(const Lz4BatchSeq& s) {
     for (std::uint32_t q = 0; q < s.lit_len;) {
       const std::uint32_t len = s.lit_len - q < kLz4BatchBytes ? s.lit_len - q : kLz4BatchBytes;
       room(s.op + q, s.op + q + len);
-      literals(s.lit_src + q, s.op + q, len);
+      literals_nosync(s.lit_src + q, s.op + q, len);
+      lanes.sync();
       q += len;
     }
     if (s.off != 0) match(s.op + s.lit_len, s.off, s.mlen);
   }
 
-  // The next sequence at (ip, op): fast path from the window, else the general parse.
-  CS_HD_TEMPLATE CS_HD DecodeStatus next(std::uint32_t* ip, std::uint32_t op, Lz4BatchSeq* s, bool* last) {
-    const std::uint32_t left = in_size - *ip;
-    if (left >= kLz4FastSpan + 3) {
-      // the window must hold the fast path's span: refill at ip if not
-      // (len = 0 makes the next read refill at ip, 16-byte aligned: with window_cap >= span
-      // + 16 and span + 3 bytes left the new window holds the span)
-      if (*ip - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
-        rd.len = 0;
-        static_cast<void>(rd[*ip]);
-      }
-      if (*ip - rd.base + kLz4FastSpan <= rd.len &&
-          lz4_fast_step(rd.window + (*ip - rd.base), *ip, in_size, op, size, s, ip)) {
-        *last = false;
-        return DecodeStatus::kOk;
-      }
+  // Phase 1 of a batch for warp w of nw: literals and independent matches. No lane reads what
+  // another writes in this phase: literals come from the input, independent matches read
+  // output before the batch, and every destination is distinct.
+  CS_HD_TEMPLATE CS_HD void phase1(const Lz4BatchHead& h, const Lz4BatchSeq* seqs, unsigned w, unsigned nw) {
+    for (std::uint32_t j = w; j < h.n; j += nw) {
+      const Lz4BatchSeq s = seqs[j];
+      if (s.lit_len != 0) literals_nosync(s.lit_src, s.op, s.lit_len);
+      if (s.off & kLz4Independent) match_flat_nosync(s.op + s.lit_len, s.off & ~kLz4Independent, s.mlen);
     }
-    std::size_t ip64 = *ip;
-    Lz4Sequence g;
-    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, last);
-    if (st != DecodeStatus::kOk) return st;
-    *ip = static_cast<std::uint32_t>(ip64);
-    s->lit_src = static_cast<std::uint32_t>(g.lit_src);
-    s->lit_len = static_cast<std::uint32_t>(g.lit_len);
-    s->op = op;
-    s->off = static_cast<std::uint32_t>(g.match_offset);
-    s->mlen = static_cast<std::uint32_t>(g.match_len);
-    return DecodeStatus::kOk;
   }
 
-  CS_HD_TEMPLATE CS_HD DecodeStatus run() {
-    if (in_size == 0) return DecodeStatus::kCorrupt;
-    mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 15u);
-    std::uint32_t ip = 0, op = 0;
-    bool last = false, have_pending = false;
-    Lz4BatchSeq pending{};
-    while (have_pending || !last) {
-      // walk a batch: the first sequence is the one left over from the last batch, if any
-      std::uint32_t n = 0, b0 = op, end = op, min_src = 0xFFFFFFFFu;
-      DecodeStatus st = DecodeStatus::kOk;
-      bool lone_seq = false;
-      lanes.sync();  // every lane is done reading the last batch's records
-      for (;;) {
-        Lz4BatchSeq s;
-        if (have_pending) {
-          s = pending;
-          have_pending = false;
-          b0 = s.op;
-        } else {
-          if (last || n == kLz4BatchMax) break;
-          st = next(&ip, op, &s, &last);
-          if (st != DecodeStatus::kOk) break;
-          op = s.op + s.lit_len + s.mlen;
-        }
-        const std::uint32_t e = s.op + s.lit_len + s.mlen;
-        const std::uint32_t src = s.off != 0 ? s.op + s.lit_len - s.off : e;
-        const std::uint32_t ms = src < min_src ? src : min_src;
-        if (e - b0 > kLz4BatchBytes || e - ms > kLz4RingBytes) {
-          if (n == 0) {  // too large for any batch: copied on its own, in order
-            lone_seq = true;
-            seqs_set(0, s);
-            n = 1;
-            end = e;
-          } else {  // starts the next batch
-            pending = s;
-            have_pending = true;
-          }
-          break;
-        }
-        seqs_set(n, s);
-        ++n;
-        end = e;
-        min_src = ms;
-      }
-      if (st != DecodeStatus::kOk) return st;
-      lanes.sync();  // the batch's records, visible to every lane
-      if (lone_seq) {
-        lone(seqs[0]);
-        continue;
-      }
-      if (n == 0) break;
-      room(b0, end);
-      for (std::uint32_t j = 0; j < n; ++j) {
-        const Lz4BatchSeq s = seqs[j];
-        if (s.lit_len != 0) literals_nosync(s.lit_src, s.op, s.lit_len);
-      }
-      lanes.sync();
-      for (std::uint32_t j = 0; j < n; ++j) {
-        const Lz4BatchSeq s = seqs[j];
-        if (s.off != 0) match(s.op + s.lit_len, s.off, s.mlen);
-      }
+  // Phase 2 (one warp, after every warp's phase 1): the other matches, in order.
+  CS_HD_TEMPLATE CS_HD void phase2(const Lz4BatchHead& h, const Lz4BatchSeq* seqs) {
+    for (std::uint32_t j = 0; j < h.n; ++j) {
+      const Lz4BatchSeq s = seqs[j];
+      if (s.off != 0 && !(s.off & kLz4Independent)) match(s.op + s.lit_len, s.off, s.mlen);
     }
-    flush(op);
-    // short of the size its container promised: the block is damaged
-    return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
-  }
-
-  CS_HD_TEMPLATE CS_HD void seqs_set(std::uint32_t j, const Lz4BatchSeq& s) {
-    if (lanes.leader()) seqs[j] = s;
-  }
-
-  // Literals of a batch: no lane reads what another writes until the matches, so the warp meets
-  // once after all of them.
-  CS_HD_TEMPLATE CS_HD void literals_nosync(std::uint32_t src, std::uint32_t p, std::uint32_t n) {
-    const std::uint8_t* s = in + src;
-    std::uint8_t* const r = ring;
-    const std::uint32_t base = p + mis;
-    lanes.each_nosync([&](unsigned lane) {
-      for (std::uint32_t k = lane; k < n; k += kLz4RingLanes) r[(base + k) & kLz4RingMask] = load_in(s + k);
-    });
   }
 };
 
@@ -357,33 +387,53 @@ struct Lz4MemcpyFill {
   void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const { std::memcpy(win, src, n); }
 };
 
+// Copier warps of the device kernel (phase 1 is shared among them; the host runs the same
+// split, warp after warp).
+inline constexpr unsigned kLz4CopyWarps = 3;
+
 // Host run of the device's ring decoder (tests and fuzzing): one block of in_size bytes that
 // must decode to exactly `size` bytes, with a staging window of window_cap (>= kLz4FastSpan + 16)
-// bytes. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the device.
+// bytes. The walker and the copiers take turns batch by batch, in the order the device's
+// barriers impose. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the
+// device.
 inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                          std::size_t size, std::size_t window_cap = 4096) {
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
     return lz4_decode_exact_with(in, in_size, out, size, copy);
   }
+  if (in_size == 0) return DecodeStatus::kCorrupt;
   struct Buffers {
     alignas(16) std::uint8_t ring[kLz4RingBytes];
     Lz4BatchSeq seqs[kLz4BatchMax];
+    Lz4BatchHead head;
   };
   auto* b = new Buffers;
   auto* window = new std::uint8_t[window_cap];
-  Lz4RingDecoder<Lz4MemcpyFill, Lz4HostLanes> d{in,
-                                               static_cast<std::uint32_t>(in_size),
-                                               out,
-                                               static_cast<std::uint32_t>(size),
-                                               b->ring,
-                                               b->seqs,
-                                               Lz4StagedReader<Lz4MemcpyFill>{in, in_size, window, window_cap, {}},
-                                               {}};
-  const DecodeStatus st = d.run();
+  Lz4RingWalker<Lz4MemcpyFill, Lz4HostLanes> walker{static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size),
+                                                   Lz4StagedReader<Lz4MemcpyFill>{in, in_size, window, window_cap, {}},
+                                                   {}};
+  Lz4RingCopier<Lz4HostLanes> copier{in, out, b->ring, {}};
+  copier.init();
+  for (;;) {
+    const bool done = walker.walk(&b->head, b->seqs);
+    const Lz4BatchHead h = b->head;
+    if (h.flags & kLz4BatchError) break;
+    if (h.flags & kLz4BatchLone) {
+      copier.lone(b->seqs[0]);
+    } else if (h.n != 0) {
+      copier.room(h.b0, h.end);
+      for (unsigned w = 0; w < kLz4CopyWarps; ++w) copier.phase1(h, b->seqs, w, kLz4CopyWarps);
+      copier.phase2(h, b->seqs);
+    }
+    if (done) {
+      copier.flush(h.end);
+      break;
+    }
+  }
   delete[] window;
   delete b;
-  return st;
+  return walker.status;
 }
 
 }  // namespace cubestream::codec::logic
