@@ -30,6 +30,10 @@ pb=$!
 rn=$?; wait $pb; rb=$?
 cat "$OUT/build_new.log" >>"$OUT/build.log"; rm -f "$OUT/build_new.log"
 log "build rc: base=$rb new=$rn"; [ $rn -eq 0 ] || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
+log "gtest: the lz4 GPU suites first (a hang or failure here stops the session early)"
+timeout 60 build-gpu/tests/cubestream_tests --gtest_filter='GpuBatch.Lz4*:GpuBatch.RingDecoder*' >"$OUT/gtest_lz4.log" 2>&1
+rc=$?; log "gtest lz4 rc=$rc"; grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/gtest_lz4.log" | head -10
+[ $rc -eq 0 ] || { tail -30 "$OUT/gtest_lz4.log"; exit 1; }
 log "gtest (GPU decoder suites + shared logic)"
 timeout 150 build-gpu/tests/cubestream_tests --gtest_filter='GpuBatch*:Lz4*:Blosc*' >"$OUT/gtest.log" 2>&1
 log "gtest rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gtest.log" | head -20
