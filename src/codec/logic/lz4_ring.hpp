@@ -48,8 +48,8 @@ inline constexpr std::uint32_t kLz4RingMask = kLz4RingBytes - 1;
 inline constexpr std::uint32_t kLz4BatchMax = 32;          // sequences walked per batch
 inline constexpr std::uint32_t kLz4BatchBytes = 32768;     // output of a batch (literals-first)
 inline constexpr std::uint32_t kLz4RingLanes = 32;
-// The fast walk reads at most token + 1 length byte + 269 literals + 4 bytes (offset, length
-// byte, one unused) past a sequence's start: it runs when that many bytes are in the window.
+// The fast walk reads at most token + 1 length byte + 269 literals + 2 offset bytes + 1 length
+// byte past a sequence's start: it runs when that many bytes are in the window.
 inline constexpr std::uint32_t kLz4FastSpan = 280;
 // Blocks whose input or output reach this size take the general decoder (positions are 32-bit).
 inline constexpr std::size_t kLz4RingMaxBytes = std::size_t{0xFFFF0000u};
@@ -62,37 +62,15 @@ struct Lz4BatchSeq {
   std::uint32_t mlen;     // match length
 };
 
-// Four bytes starting at w + i, little-endian. On the device w is shared memory: two aligned
-// 32-bit loads (issued together) and a funnel shift instead of four dependent byte loads; the
-// second load may touch up to 3 bytes past w + i + 3, which the caller keeps inside its
-// shared-memory allocation. On the host a plain 4-byte copy (w + i + 3 inside the window).
-CS_HD inline std::uint32_t lz4_load4(const std::uint8_t* w, std::uint32_t i) {
-#ifdef __CUDA_ARCH__
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(w + i);
-  const auto* p = reinterpret_cast<const std::uint32_t*>(a & ~std::uintptr_t{3});
-  return __funnelshift_r(p[0], p[1], static_cast<unsigned>(a & 3u) * 8u);
-#else
-  std::uint32_t v;
-  std::memcpy(&v, w + i, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  return v;
-#endif
-}
-
 // The fast path of one sequence (see lz4_read_sequence for the format): only sequences whose
 // header, literals and offset lie in the window, with at most one length byte each, not the
-// last one, and passing every check. Returns false (nothing consumed) otherwise. The token and
-// the literal length byte come in one 4-byte read, the offset and the match length byte in a
-// second one, so a sequence costs two dependent shared-memory reads.
+// last one, and passing every check. Returns false (nothing consumed) otherwise.
 CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::uint32_t in_size, std::uint32_t op,
                                 std::uint32_t out_size, Lz4BatchSeq* s, std::uint32_t* next_ip) {
-  const std::uint32_t x = lz4_load4(w, 0);
-  const std::uint32_t t = x & 0xFFu;
+  const std::uint32_t t = w[0];
   std::uint32_t lit = t >> 4, h = 1;
   if (lit == 15) {
-    const std::uint32_t e = (x >> 8) & 0xFFu;
+    const std::uint32_t e = w[1];
     if (e == 255) return false;
     lit += e;
     h = 2;
@@ -101,11 +79,10 @@ CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::ui
   // offset and a possible match length byte inside the input, and the block not ending after
   // these literals (the last sequence goes through the general parse)
   if (in_size - ip < q + 3) return false;
-  const std::uint32_t y = lz4_load4(w, q);
-  const std::uint32_t off = y & 0xFFFFu;
+  const std::uint32_t off = static_cast<std::uint32_t>(w[q]) | (static_cast<std::uint32_t>(w[q + 1]) << 8);
   std::uint32_t m = t & 15u, mh = 0;
   if (m == 15) {
-    const std::uint32_t e = (y >> 16) & 0xFFu;
+    const std::uint32_t e = w[q + 2];
     if (e == 255) return false;
     m += e;
     mh = 1;
