@@ -1,20 +1,21 @@
-// A whole LZ4 block decoded by one warp through a 64 KiB ring of recent output (numcodecs lz4:
-// one block per chunk), written once for the host and the device.
+// A whole LZ4 block decoded by one thread block through a 64 KiB ring of recent output
+// (numcodecs lz4: one block per chunk), written once for the host and the device.
 //
-// Why not split the parse from the copies across many warps: LZ4 matches copy earlier OUTPUT,
-// and on float fields nearly every match reads bytes that an earlier match wrote, far back
-// (measured on the bench's data, docs/gpu_decoders.md "version 3": with segments of 32
-// sequences, 85-90 % of matches read an earlier segment, and chains of such reads run through
-// the whole block). Any scheme where other warps copy matches must signal across SMs (~1 us per
-// hop) thousands of times per chunk, which is slower than one warp doing the matches in order
-// out of shared memory. So the serial order stays in one warp, and the work per sequence is cut
-// instead:
-//  - the parse ("walk") is a lean 32-bit fast path over the staged input window (no per-byte
-//    bounds check: the window is checked once per sequence); any sequence the fast path does not
-//    take (length runs of 255, the end of the block, any failed check) goes through the shared
-//    `lz4_read_sequence`, so statuses are exactly those of the host decoder;
-//  - sequences are walked in batches of up to 32; the literals of a whole batch are copied at
-//    once (independent: they come from the input), then its matches in order;
+// Why the copies are not spread over many thread blocks: LZ4 matches copy earlier OUTPUT, and
+// on float fields nearly every match reads far back, often bytes an earlier match wrote
+// (bench/micro/lz4_match_deps.cpp, docs/gpu_decoders.md "numcodecs lz4, version 3": with
+// segments of 32 sequences 85-93 % of matches read an earlier segment, and even with free
+// signalling such a split gains at most 3-7.5x). Other blocks would wait on flags written by
+// other SMs on a critical path of 10k-100k steps per chunk. So a block's order stays in one
+// thread block, which takes the parallelism it has:
+//  - a walker warp (Lz4RingWalker) parses and checks: a lean 32-bit fast path over the staged
+//    input window (the window is checked once per sequence, not per byte); any sequence the
+//    fast path does not take (length runs of 255, the end of the block, any failed check) goes
+//    through the shared `lz4_read_sequence`, so statuses are exactly those of the serial
+//    decoder. It hands out batches of up to 32 sequences and walks on while they are copied;
+//  - copier warps (Lz4RingCopier) copy a batch: literals (from the input) and independent
+//    matches (whose source ends before the batch) shared among them in any order, then the
+//    other matches in order in one warp;
 //  - output is kept in a 64 KiB ring (LZ4 offsets are < 64 KiB, so every match source is in
 //    it) and leaves it in 16-byte stores; match sources never go to global memory.
 //
@@ -29,8 +30,9 @@
 //    pieces that keep both rules.
 // The lanes of a warp share each copy (lane l moves bytes l, l + 32, ...). `Lanes` runs the
 // per-lane parts: on the device each lane runs its part and the warp meets at __syncwarp; on
-// the host (tests, fuzzing) the 32 lanes run one after another, so the host checks exactly the
-// order of reads and writes the device uses.
+// the host (tests, fuzzing) the 32 lanes, and the copier warps' shares, run one after another
+// in the order the device's barriers impose (lz4_ring_decode_host), so the host checks the
+// device's order of reads and writes.
 #pragma once
 
 #include <cstddef>
