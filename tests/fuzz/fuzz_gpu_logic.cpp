@@ -1,6 +1,7 @@
 // libFuzzer harness for the decoder logic the GPU kernels run (host build of the same CS_HD
 // code), compiled once per entry point with -DCS_FUZZ_GPU_LOGIC="<name>":
-//   lz4_block    codec/logic/lz4_block.hpp: a raw block and the numcodecs framing
+//   lz4_block    codec/logic/lz4_block.hpp: a raw block and the numcodecs framing, and the
+//                numcodecs kernel's ring decoder (codec/logic/lz4_ring.hpp) run lane by lane
 //   blosc_units  codec/logic/blosc_decode.hpp: plan, every work unit, every block's unshuffle
 //
 // Input layout as in fuzz_codec.cpp: bytes 0-1 pick the output size (little-endian, times 16),
@@ -16,6 +17,7 @@
 
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_ring.hpp"
 
 #ifndef CS_FUZZ_GPU_LOGIC
 #error "compile with -DCS_FUZZ_GPU_LOGIC=\"lz4_block\" or \"blosc_units\""
@@ -69,6 +71,16 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
   const logic::DecodeStatus st1 = logic::lz4_decode_block(in, size, out.get(), out_size, &produced1);
   if (st1 != st2 || produced1 != produced2 || std::memcmp(out.get(), staged.get(), produced1) != 0)
     bug("staged parse differs from the direct parse", produced1, produced2);
+  // the GPU's ring decoder (a small window: refills and the general parse happen often), into
+  // an exact-size output: the serial decoder's status, and its bytes when it succeeds
+  std::unique_ptr<std::uint8_t[]> ringed(new std::uint8_t[out_size == 0 ? 1 : out_size]);
+  const logic::DecodeStatus st3 = logic::lz4_ring_decode_host(in, size, ringed.get(), out_size, 296);
+  logic::Lz4SerialCopier serial;
+  const logic::DecodeStatus st4 = logic::lz4_decode_exact_with(in, size, staged.get(), out_size, serial);
+  if (st3 != st4) bug("ring decoder status differs from the serial decoder", static_cast<std::size_t>(st3),
+                      static_cast<std::size_t>(st4));
+  if (st3 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
+    bug("ring decoder bytes differ from the serial decoder", out_size, size);
 }
 
 void fuzz_blosc(const std::uint8_t* in, std::size_t size, std::size_t cap) {

@@ -22,7 +22,9 @@
 // per sequence; the copies are where the bytes move. lz4_decode_block_with runs the parse and
 // hands each copy to a `Copier`: the host copier below copies serially, the device copier
 // (src/cuda/decode/warp_copy.cuh) runs the same parse in all 32 lanes of a warp and lets the
-// lanes share each copy.
+// lanes share each copy. The numcodecs lz4 kernel decodes whole blocks its own way
+// (codec/logic/lz4_ring.hpp: a walker warp and copier warps around a 64 KiB output ring), with
+// lz4_read_sequence for every sequence its fast path does not take.
 //
 // The numcodecs `lz4` codec stores a 4-byte little-endian decoded size before one block
 // (lz4_numcodecs_decode).

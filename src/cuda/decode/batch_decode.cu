@@ -1,8 +1,10 @@
 // The batched GPU decoders of LZ4 (numcodecs framing) and blosc, and the dispatch by codec.
 //
 // LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk, so a buffer
-// is one warp's work (lz4_batch_kernel): the lanes run the parse together and share the
-// copies (warp_copy.cuh). A batch of N buffers is N warps' work, taken from a queue.
+// is one thread block's work (lz4_ring_kernel): one warp runs a lean parse and hands out
+// batches of up to 32 sequences, three warps copy their literals and independent matches
+// together and the other matches in order, all inside a 64 KiB ring of recent output in shared
+// memory (codec/logic/lz4_ring.hpp). Buffers are taken from a queue.
 //
 // blosc: blocks, and the streams of split blocks, are independent, so the work unit is one
 // stream and a batch of 256 chunks of 4 MB is ~4000-65000 units. Four launches, no host sync:
@@ -20,6 +22,7 @@
 
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_ring.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
@@ -34,8 +37,8 @@ namespace {
 namespace logic = codec::logic;
 using detail::WarpCopier;
 using detail::WarpRingCopier;
-// numcodecs lz4 decodes with the direct copies, blosc's LZ4 streams through the ring
-static_assert(!logic::Lz4HasBlock<WarpCopier>::value && logic::Lz4HasBlock<WarpRingCopier>::value);
+// numcodecs lz4 decodes through the 64 KiB ring, blosc's LZ4 streams through the 4 KiB ring
+static_assert(logic::Lz4HasBlock<detail::WarpRing64Copier>::value && logic::Lz4HasBlock<WarpRingCopier>::value);
 
 constexpr int kThreads = 256;                 // 8 warps per thread block
 constexpr int kWarpsPerBlock = kThreads / 32;
@@ -81,16 +84,51 @@ __device__ DecodeStatus load_status(const DecodeStatus* status) {
 
 // ---- LZ4 ---------------------------------------------------------------------------------
 
-// Buffers are taken from a queue (`counter`, zeroed before the launch), so warps that drew
-// small chunks take more of them.
-__global__ void __launch_bounds__(kThreads) lz4_batch_kernel(DeviceBatch b, unsigned long long* counter) {
-  __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
-  const unsigned lane = threadIdx.x & 31u;
-  for (unsigned long long i = next_item(counter, lane); i < b.num_buffers; i = next_item(counter, lane)) {
-    WarpCopier copy{lane, windows[threadIdx.x / 32]};
+// One thread block per buffer (a numcodecs lz4 buffer is one LZ4 block: a serial chain of
+// sequences): warp 0 walks the block and hands out batches of up to 32 sequences, the other
+// warps copy them into a 64 KiB ring of recent output in shared memory and flush it to the
+// output (codec/logic/lz4_ring.hpp says why the copies stay inside the block; warp_copy.cuh,
+// WarpRing64Copier, the barrier protocol). ~71 KiB of dynamic shared memory per block (ring,
+// input window, two batch buffers), so 3 buffers decode at once per SM. Buffers are taken from
+// a queue (`counter`, zeroed before the launch), so blocks that drew small chunks take more.
+constexpr std::size_t kLz4RingWindow = 4096;
+constexpr std::size_t kLz4RingSmem = logic::kLz4RingBytes + kLz4RingWindow +
+                                     2 * logic::kLz4BatchMax * sizeof(logic::Lz4BatchSeq) +
+                                     2 * sizeof(logic::Lz4BatchHead);
+static_assert(kLz4RingWindow >= detail::kWindowBytes && kLz4RingWindow >= logic::kLz4FastSpan + 16);
+
+__global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBatch b, unsigned long long* counter) {
+  extern __shared__ uint4 lz4_smem[];
+  __shared__ unsigned long long item;
+  auto* ring = reinterpret_cast<std::uint8_t*>(lz4_smem);
+  std::uint8_t* window = ring + logic::kLz4RingBytes;
+  auto* seqs = reinterpret_cast<logic::Lz4BatchSeq*>(window + kLz4RingWindow);
+  auto* heads = reinterpret_cast<logic::Lz4BatchHead*>(seqs + 2 * logic::kLz4BatchMax);
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  for (;;) {
+    if (threadIdx.x == 0) item = atomicAdd(counter, 1ull);
+    __syncthreads();
+    const unsigned long long i = item;
+    if (i >= b.num_buffers) break;
+    detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, kLz4RingWindow, warp};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
-    if (lane == 0) b.status[i] = st;
+    if (threadIdx.x == 0) b.status[i] = st;
+    // every warp is done with the ring, the window and `item` before the next buffer
+    __syncthreads();
   }
+}
+
+unsigned lz4_ring_blocks() {
+  int dev = 0, sms = 0, per_sm = 0;
+  CS_CUDA_CHECK(cudaGetDevice(&dev));
+  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CS_CUDA_CHECK(cudaFuncSetAttribute(lz4_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kLz4RingSmem)));
+  CS_CUDA_CHECK(cudaFuncSetAttribute(lz4_ring_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     static_cast<int>(cudaSharedmemCarveoutMaxShared)));
+  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lz4_ring_kernel, detail::kLz4Threads,
+                                                              kLz4RingSmem));
+  return static_cast<unsigned>(std::max(1, sms) * std::max(1, per_sm));
 }
 
 // ---- blosc -------------------------------------------------------------------------------
@@ -291,10 +329,9 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       check_scratch("lz4", sizeof(unsigned long long), scratch_bytes);
       auto* counter = static_cast<unsigned long long*>(scratch);
       CS_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof *counter, stream));
-      const std::size_t warps_needed = batch.num_buffers;
-      const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(
-          (warps_needed + kWarpsPerBlock - 1) / kWarpsPerBlock, persistent_blocks(lz4_batch_kernel)));
-      lz4_batch_kernel<<<blocks, kThreads, 0, stream>>>(batch, counter);
+      const unsigned blocks =
+          static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
+      lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter);
       CS_CUDA_CHECK(cudaGetLastError());
       return;
     }

@@ -14,6 +14,7 @@
 #include "codec/logic/blosclz.hpp"
 #include "codec/logic/lane_copy.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_ring.hpp"
 
 namespace cubestream::cuda::detail {
 
@@ -92,6 +93,154 @@ struct WarpRingCopier : WarpCopier {
                                                   std::size_t size) {
     WarpRingLz4 r{lane, window, ring};
     return r.decode(in, in_size, out, size);
+  }
+};
+
+}  // namespace cubestream::cuda::detail
+
+namespace cubestream::cuda::detail {
+
+// The lanes of codec/logic/lz4_ring.hpp's decoder on the device: every lane runs its part of a
+// phase, then the warp meets (which also makes shared- and global-memory writes of the phase
+// visible to all its lanes).
+struct RingLanes {
+  unsigned lane;
+  template <class F>
+  __device__ void each(F&& f) {
+    f(lane);
+    __syncwarp();
+  }
+  template <class F>
+  __device__ void each_nosync(F&& f) {
+    f(lane);
+  }
+  __device__ void sync() { __syncwarp(); }
+  __device__ bool leader() const { return lane == 0; }
+};
+
+// WarpFill plus a prefetch into L2 of the 4 KiB after the window (one 128-byte line per lane),
+// so that the next refill waits on L2 rather than DRAM.
+struct RingFill {
+  unsigned lane;
+  const std::uint8_t* end;  // one past the input
+  __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
+    WarpFill{lane}(win, src, n);
+    const std::uint8_t* next = src + n + 128 * static_cast<std::size_t>(lane);
+    if (next < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+  }
+};
+
+// Named barriers of the numcodecs lz4 kernel's thread block (barrier 0 is __syncthreads).
+// bar.arrive by the producer synchronizes with bar.sync by the consumers (PTX memory model), so
+// the batch records written before an arrive are visible after the matching sync.
+inline constexpr unsigned kLz4Warps = 1 + codec::logic::kLz4CopyWarps;  // walker + copiers
+inline constexpr unsigned kLz4Threads = 32 * kLz4Warps;
+inline constexpr unsigned kLz4BarFull = 1;    // + batch buffer index: walker -> copiers
+inline constexpr unsigned kLz4BarEmpty = 3;   // + batch buffer index: copiers -> walker
+inline constexpr unsigned kLz4BarCopy = 5;    // the copier warps among themselves
+static_assert(kLz4BarFull == 1 && kLz4BarEmpty == 3 && kLz4BarCopy == 5, "bar_sync's cases");
+
+// Barrier ids are immediates (a register id makes ptxas reserve all 16 barriers of the block).
+template <unsigned Id>
+__device__ inline void bar_sync_id(unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"n"(Id), "r"(threads) : "memory");
+}
+template <unsigned Id>
+__device__ inline void bar_arrive_id(unsigned threads) {
+  asm volatile("bar.arrive %0, %1;" ::"n"(Id), "r"(threads) : "memory");
+}
+// id is kLz4BarFull + i, kLz4BarEmpty + i (i = 0, 1) or kLz4BarCopy
+__device__ inline void bar_sync(unsigned id, unsigned threads) {
+  switch (id) {
+    case 1: bar_sync_id<1>(threads); break;
+    case 2: bar_sync_id<2>(threads); break;
+    case 3: bar_sync_id<3>(threads); break;
+    case 4: bar_sync_id<4>(threads); break;
+    default: bar_sync_id<5>(threads); break;
+  }
+}
+__device__ inline void bar_arrive(unsigned id, unsigned threads) {
+  switch (id) {
+    case 1: bar_arrive_id<1>(threads); break;
+    case 2: bar_arrive_id<2>(threads); break;
+    case 3: bar_arrive_id<3>(threads); break;
+    default: bar_arrive_id<4>(threads); break;
+  }
+}
+
+// The numcodecs lz4 kernel's copier, run by every warp of a thread block of kLz4Warps warps on
+// the same buffer: warp 0 walks the block (codec/logic/lz4_ring.hpp, Lz4RingWalker) into two
+// batch buffers in turn; the copier warps share each batch's phase 1, copier warp 0 (warp 1)
+// runs phase 2 and the flushes. Only warp 0's status counts (it saw every check). A block too
+// large for 32-bit positions is decoded by warp 0 alone with WarpCopier's direct copies.
+//
+// Barrier protocol per batch b in buffer i = b mod 2 (counts balance, so the barriers are idle
+// again when the block ends):
+//   walker:  [b >= 2: sync EMPTY_i]  walk into i  arrive FULL_i      ... at the end: sync EMPTY
+//            for the last min(B, 2) batches
+//   copiers: sync FULL_i  [flush; sync COPY]  phase 1; sync COPY  phase 2; sync COPY
+//            arrive EMPTY_i
+struct WarpRing64Copier : WarpCopier {
+  std::uint8_t* ring;                  // kLz4RingBytes of shared memory, 16-byte aligned
+  codec::logic::Lz4BatchSeq* seqs;     // 2 x kLz4BatchMax records in shared memory
+  codec::logic::Lz4BatchHead* heads;   // 2 batch heads in shared memory
+  std::size_t window_cap;              // bytes of `window` (WarpCopier's fallback uses 2 KiB)
+  unsigned warp;                       // warp index in the thread block
+
+  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                                  std::size_t size) {
+    namespace logic = codec::logic;
+    if (in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes) {
+      if (warp != 0) return logic::DecodeStatus::kOk;
+      WarpCopier& direct = *this;
+      return logic::lz4_decode_exact_with(in, in_size, out, size, direct);
+    }
+    if (in_size == 0) return logic::DecodeStatus::kCorrupt;
+    if (warp == 0) {
+      logic::Lz4RingWalker<RingFill, RingLanes> walker{
+          static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size),
+          logic::Lz4StagedReader<RingFill>{in, in_size, window, window_cap, RingFill{lane, in + in_size}},
+          RingLanes{lane}};
+      unsigned b = 0;
+      for (;; ++b) {
+        const unsigned i = b & 1u;
+        if (b >= 2) bar_sync(kLz4BarEmpty + i, kLz4Threads);
+        const bool done = walker.walk(&heads[i], seqs + i * logic::kLz4BatchMax);
+        __syncwarp();
+        bar_arrive(kLz4BarFull + i, kLz4Threads);
+        if (done) break;
+      }
+      // the copiers' arrivals for the last (up to) two batches
+      for (unsigned k = b >= 1 ? b - 1 : 0; k <= b; ++k) bar_sync(kLz4BarEmpty + (k & 1u), kLz4Threads);
+      return walker.status;
+    }
+    const unsigned cw = warp - 1;  // copier warp index
+    logic::Lz4RingCopier<RingLanes> copier{in, out, ring, RingLanes{lane}};
+    copier.init();
+    for (unsigned b = 0;; ++b) {
+      const unsigned i = b & 1u;
+      bar_sync(kLz4BarFull + i, kLz4Threads);
+      const logic::Lz4BatchHead h = heads[i];
+      const logic::Lz4BatchSeq* bs = seqs + i * logic::kLz4BatchMax;
+      if (!(h.flags & logic::kLz4BatchError)) {
+        if (h.flags & logic::kLz4BatchLone) {
+          if (cw == 0) copier.lone(bs[0]);
+        } else if (h.n != 0) {
+          if (cw == 0) copier.room(h.b0, h.end);
+          bar_sync(kLz4BarCopy, kLz4Threads - 32);
+          copier.phase1(h, bs, cw, logic::kLz4CopyWarps);
+          __syncwarp();
+          bar_sync(kLz4BarCopy, kLz4Threads - 32);
+          if (cw == 0) copier.phase2(h, bs);
+        }
+        if ((h.flags & logic::kLz4BatchDone) && cw == 0) copier.flush(h.end);
+      }
+      // phase 2 (and any flush) done before the next batch's phase 1 writes the ring
+      bar_sync(kLz4BarCopy, kLz4Threads - 32);
+      bar_arrive(kLz4BarEmpty + i, kLz4Threads);
+      if (h.flags & logic::kLz4BatchDone) break;
+    }
+    return logic::DecodeStatus::kOk;
   }
 };
 

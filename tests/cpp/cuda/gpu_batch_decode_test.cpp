@@ -88,7 +88,7 @@ struct Batch {
   std::vector<std::size_t> in_at, out_at;
   cuda::DeviceBatch b;
 
-  Batch(std::vector<Buf> ins, std::vector<std::size_t> outs, std::size_t input_skew = 0)
+  Batch(std::vector<Buf> ins, std::vector<std::size_t> outs, std::size_t input_skew = 0, std::size_t output_skew = 0)
       : inputs(std::move(ins)), out_sizes(std::move(outs)) {
     const std::size_t n = inputs.size();
     std::size_t in_total = 0, out_total = 0;
@@ -96,8 +96,9 @@ struct Batch {
       // inputs at odd offsets when skewed: the decoders must not assume alignment
       in_at.push_back(in_total + input_skew);
       in_total += inputs[i].size() + input_skew + 16;
-      out_at.push_back(out_total);
-      out_total += (out_sizes[i] + kGuardBytes + 15) / 16 * 16;
+      // outputs at odd offsets when skewed (the lz4 kernel's ring follows the output's alignment)
+      out_at.push_back(out_total + output_skew);
+      out_total += (out_sizes[i] + output_skew + kGuardBytes + 15) / 16 * 16;
     }
     in_mem = std::make_unique<DevMem>(in_total);
     out_mem = std::make_unique<DevMem>(out_total);
@@ -297,6 +298,39 @@ TEST(GpuBatch, RingDecoderPathsMatchTheCpu) {
         ASSERT_EQ(st[i], DecodeStatus::kOk) << "codec " << codec << " buffer " << i << ": " << logic::decode_status_name(st[i]);
         ASSERT_TRUE(b.output(i) == data[i]) << "codec " << codec << " buffer " << i;
       }
+    }
+  }
+}
+
+// numcodecs lz4 through the kernel's 64 KiB ring (codec/logic/lz4_ring.hpp): matches at offsets
+// up to 65000 (batch admission near the ring's size), runs far longer than a batch (the lone
+// path, flushes in the middle of a match), every short period, at odd input and output offsets.
+TEST(GpuBatch, Lz4RingLongRunsAndFarMatchesMatchTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(9);
+  std::vector<Buf> data;
+  for (std::size_t period : {1u, 3u, 7u, 31u, 33u, 100u, 4000u, 40000u, 65000u}) {
+    Buf b(300000 + 1000 * period % 7777);
+    for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+    for (std::size_t i = period; i < b.size(); ++i)
+      if (rng() % 1000 != 0) b[i] = b[i - period];
+    data.push_back(b);
+  }
+  data.push_back(Buf(2000000, 0));
+  data.push_back(Buf(1, 42));
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    enc.push_back(numcodecs_lz4(data[i], i % 2 == 0 ? 0 : 9));
+    sizes.push_back(data[i].size());
+  }
+  for (std::size_t skew : {std::size_t{0}, std::size_t{7}}) {
+    Batch b(enc, sizes, skew, skew);
+    b.decode(cuda::BatchCodec::kLz4);
+    const auto st = b.statuses();
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      ASSERT_EQ(st[i], DecodeStatus::kOk) << "buffer " << i << ": " << logic::decode_status_name(st[i]);
+      ASSERT_TRUE(b.output(i) == data[i]) << "buffer " << i << " skew " << skew;
     }
   }
 }

@@ -1,0 +1,441 @@
+// A whole LZ4 block decoded by one thread block through a 64 KiB ring of recent output
+// (numcodecs lz4: one block per chunk), written once for the host and the device.
+//
+// Why the copies are not spread over many thread blocks: LZ4 matches copy earlier OUTPUT, and
+// on float fields nearly every match reads far back, often bytes an earlier match wrote
+// (bench/micro/lz4_match_deps.cpp, docs/gpu_decoders.md "numcodecs lz4, version 3": with
+// segments of 32 sequences 85-93 % of matches read an earlier segment, and even with free
+// signalling such a split gains at most 3-7.5x). Other blocks would wait on flags written by
+// other SMs on a critical path of 10k-100k steps per chunk. So a block's order stays in one
+// thread block, which takes the parallelism it has:
+//  - a walker warp (Lz4RingWalker) parses and checks: a lean 32-bit fast path over the staged
+//    input window (the window is checked once per sequence, not per byte); any sequence the
+//    fast path does not take (length runs of 255, the end of the block, any failed check) goes
+//    through the shared `lz4_read_sequence`, so statuses are exactly those of the serial
+//    decoder. It hands out batches of up to 32 sequences and walks on while they are copied;
+//  - copier warps (Lz4RingCopier) copy a batch: literals (from the input) and independent
+//    matches (whose source ends before the batch) shared among them in any order, then the
+//    other matches in order in one warp;
+//  - output is kept in a 64 KiB ring (LZ4 offsets are < 64 KiB, so every match source is in
+//    it) and leaves it in 16-byte stores; match sources never go to global memory.
+//
+// Ring rules (positions p are output offsets; slot(p) = (p + mis) mod 64 Ki, mis = the output
+// pointer's address mod 16, so that a ring slot and its output byte share their 16-byte
+// alignment and the flush can move 16-byte vectors):
+//  - writing p overwrites p - 64 Ki, so before writing up to `end` every position below
+//    end - 64 Ki must be flushed (end - flushed <= 64 Ki) and no pending match may read there;
+//  - a batch (literals first) writes [b0, end) before its matches read: it is admitted only if
+//    end - b0 <= 32 KiB and every match source of the batch is >= end - 64 Ki; a sequence that
+//    cannot join any batch on its own ("lone": long literals or matches) is copied in order in
+//    pieces that keep both rules.
+// The lanes of a warp share each copy (lane l moves bytes l, l + 32, ...). `Lanes` runs the
+// per-lane parts: on the device each lane runs its part and the warp meets at __syncwarp; on
+// the host (tests, fuzzing) the 32 lanes, and the copier warps' shares, run one after another
+// in the order the device's barriers impose (lz4_ring_decode_host), so the host checks the
+// device's order of reads and writes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "codec/logic/decode_status.hpp"
+#include "codec/logic/lz4_block.hpp"
+#include "core/host_device.hpp"
+
+namespace cubestream::codec::logic {
+
+inline constexpr std::uint32_t kLz4RingBytes = 65536;
+inline constexpr std::uint32_t kLz4RingMask = kLz4RingBytes - 1;
+inline constexpr std::uint32_t kLz4BatchMax = 32;          // sequences walked per batch
+inline constexpr std::uint32_t kLz4BatchBytes = 32768;     // output of a batch (literals-first)
+inline constexpr std::uint32_t kLz4RingLanes = 32;
+// The fast walk reads at most token + 1 length byte + 269 literals + 2 offset bytes + 1 length
+// byte past a sequence's start: it runs when that many bytes are in the window.
+inline constexpr std::uint32_t kLz4FastSpan = 280;
+// Blocks whose input or output reach this size take the general decoder (positions are 32-bit).
+inline constexpr std::size_t kLz4RingMaxBytes = std::size_t{0xFFFF0000u};
+
+struct Lz4BatchSeq {
+  std::uint32_t lit_src;  // input position of the literals
+  std::uint32_t lit_len;
+  std::uint32_t op;       // output position of the literals
+  std::uint32_t off;      // match offset (0: no match, the last sequence)
+  std::uint32_t mlen;     // match length
+};
+
+// The fast path of one sequence (see lz4_read_sequence for the format): only sequences whose
+// header, literals and offset lie in the window, with at most one length byte each, not the
+// last one, and passing every check. Returns false (nothing consumed) otherwise.
+CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::uint32_t in_size, std::uint32_t op,
+                                std::uint32_t out_size, Lz4BatchSeq* s, std::uint32_t* next_ip) {
+  const std::uint32_t t = w[0];
+  std::uint32_t lit = t >> 4, h = 1;
+  if (lit == 15) {
+    const std::uint32_t e = w[1];
+    if (e == 255) return false;
+    lit += e;
+    h = 2;
+  }
+  const std::uint32_t q = h + lit;  // offset position, relative to ip
+  // offset and a possible match length byte inside the input, and the block not ending after
+  // these literals (the last sequence goes through the general parse)
+  if (in_size - ip < q + 3) return false;
+  const std::uint32_t off = static_cast<std::uint32_t>(w[q]) | (static_cast<std::uint32_t>(w[q + 1]) << 8);
+  std::uint32_t m = t & 15u, mh = 0;
+  if (m == 15) {
+    const std::uint32_t e = w[q + 2];
+    if (e == 255) return false;
+    m += e;
+    mh = 1;
+  }
+  m += static_cast<std::uint32_t>(kLz4MinMatch);
+  const std::uint32_t op_l = op + lit;
+  if (lit > out_size - op || off == 0 || off > op_l || m > out_size - op_l) return false;
+  s->lit_src = ip + h;
+  s->lit_len = lit;
+  s->op = op;
+  s->off = off;
+  s->mlen = m;
+  *next_ip = ip + q + 2 + mh;
+  return true;
+}
+
+// A batch as the walker hands it to the copiers.
+struct Lz4BatchHead {
+  std::uint32_t n;       // sequences in seqs[0, n)
+  std::uint32_t b0;      // output position of the first
+  std::uint32_t end;     // output position after the last
+  std::uint32_t flags;   // kLz4Batch* below
+};
+inline constexpr std::uint32_t kLz4BatchDone = 1;   // no batch follows (end of block or error)
+inline constexpr std::uint32_t kLz4BatchLone = 2;   // seqs[0] alone, copied in order in pieces
+inline constexpr std::uint32_t kLz4BatchError = 4;  // the walk failed: nothing to copy
+// Set in Lz4BatchSeq::off for a match whose source ends before the batch starts: it reads only
+// bytes of earlier batches, so it is copied beside the literals, in any order.
+inline constexpr std::uint32_t kLz4Independent = 0x80000000u;
+
+// The serial part: walks the token stream, checks every sequence and hands out batches. Run by
+// one warp (all lanes run the same walk; leader() writes the batch). Lanes: leader(), and the
+// Fill of the staged reader.
+template <class Fill, class Lanes>
+struct Lz4RingWalker {
+  std::uint32_t in_size;
+  std::uint32_t size;
+  Lz4StagedReader<Fill> rd;  // the staged input window (its `window` 16-byte aligned)
+  Lanes lanes;
+  std::uint32_t ip = 0, op = 0;
+  bool last = false, have_pending = false;
+  Lz4BatchSeq pending{};
+  DecodeStatus status = DecodeStatus::kOk;
+
+  // The next sequence at (ip, op): fast path from the window, else the general parse.
+  CS_HD_TEMPLATE CS_HD DecodeStatus next(Lz4BatchSeq* s) {
+    const std::uint32_t left = in_size - ip;
+    if (left >= kLz4FastSpan + 3) {
+      // (len = 0 makes the next read refill at ip, 16-byte aligned: with a window of at least
+      // span + 16 bytes and span + 3 bytes left the new window holds the span)
+      if (ip - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
+        rd.len = 0;
+        static_cast<void>(rd[ip]);
+      }
+      std::uint32_t nip = 0;
+      if (ip - rd.base + kLz4FastSpan <= rd.len && lz4_fast_step(rd.window + (ip - rd.base), ip, in_size, op, size, s, &nip)) {
+        ip = nip;
+        return DecodeStatus::kOk;
+      }
+    }
+    std::size_t ip64 = ip;
+    Lz4Sequence g;
+    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, &last);
+    if (st != DecodeStatus::kOk) return st;
+    ip = static_cast<std::uint32_t>(ip64);
+    s->lit_src = static_cast<std::uint32_t>(g.lit_src);
+    s->lit_len = static_cast<std::uint32_t>(g.lit_len);
+    s->op = op;
+    s->off = static_cast<std::uint32_t>(g.match_offset);
+    s->mlen = static_cast<std::uint32_t>(g.match_len);
+    return DecodeStatus::kOk;
+  }
+
+  CS_HD_TEMPLATE CS_HD void put(Lz4BatchSeq* seqs, std::uint32_t j, const Lz4BatchSeq& s) {
+    if (lanes.leader()) seqs[j] = s;
+  }
+
+  // Walks the next batch into *h and seqs; returns true when it is the last one (the block
+  // ended or a sequence failed: then `status` says why and the batch holds nothing).
+  CS_HD_TEMPLATE CS_HD bool walk(Lz4BatchHead* h, Lz4BatchSeq* seqs) {
+    std::uint32_t n = 0, b0 = op, end = op, min_src = 0xFFFFFFFFu, flags = 0;
+    for (;;) {
+      Lz4BatchSeq s;
+      if (have_pending) {
+        s = pending;
+        have_pending = false;
+        b0 = s.op;
+      } else {
+        if (last || n == kLz4BatchMax) break;
+        const DecodeStatus st = next(&s);
+        if (st != DecodeStatus::kOk) {
+          status = st;
+          flags = kLz4BatchError | kLz4BatchDone;
+          n = 0;
+          break;
+        }
+        op = s.op + s.lit_len + s.mlen;
+      }
+      const std::uint32_t e = s.op + s.lit_len + s.mlen;
+      const std::uint32_t src = s.off != 0 ? s.op + s.lit_len - s.off : e;
+      const std::uint32_t ms = src < min_src ? src : min_src;
+      if (e - b0 > kLz4BatchBytes || e - ms > kLz4RingBytes) {
+        if (n == 0) {  // too large for any batch: copied on its own, in order
+          flags = kLz4BatchLone;
+          put(seqs, 0, s);
+          n = 1;
+          end = e;
+        } else {  // starts the next batch
+          pending = s;
+          have_pending = true;
+        }
+        break;
+      }
+      if (s.off != 0 && src + s.mlen <= b0) s.off |= kLz4Independent;
+      put(seqs, n, s);
+      ++n;
+      end = e;
+      min_src = ms;
+    }
+    if (last && !have_pending) {
+      flags |= kLz4BatchDone;
+      // short of the size its container promised: the block is damaged
+      if (!(flags & kLz4BatchError) && op != size) status = DecodeStatus::kCorrupt;
+    }
+    if (lanes.leader()) *h = Lz4BatchHead{n, b0, end, flags};
+    return (flags & kLz4BatchDone) != 0;
+  }
+};
+
+// The parallel part: copies batches into the ring and flushes the ring to the output. The
+// literals of a batch and its independent matches ("phase 1") may be shared among several
+// warps (warp w of nw takes sequences w, w + nw, ...); the other matches ("phase 2") and any
+// flush run in one warp, in order. Lanes: each(f) runs f(lane) for lanes 0..31 and makes their
+// writes visible to the warp (device: every lane runs its own f, then __syncwarp);
+// each_nosync(f) the same without the meeting.
+template <class Lanes>
+struct Lz4RingCopier {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::uint8_t* ring;  // kLz4RingBytes, 16-byte aligned
+  Lanes lanes;
+  std::uint32_t mis = 0;      // out's address mod 16
+  std::uint32_t flushed = 0;  // output [0, flushed) is in `out` (tracked by the phase-2 warp)
+
+  CS_HD void init() { mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 15u); }
+
+  // Output [flushed, end) from the ring to `out`: bytes up to 16-byte alignment of the
+  // destination, then 16-byte vectors (a vector never wraps: the ring size is a multiple of 16
+  // and slot and destination share their alignment), then the tail.
+  CS_HD_TEMPLATE CS_HD void flush(std::uint32_t end) {
+    const std::uint32_t from = flushed;
+    if (end == from) return;
+    std::uint32_t head = (16u - ((from + mis) & 15u)) & 15u;
+    if (head > end - from) head = end - from;
+    const std::uint32_t vecs = (end - from - head) / 16;
+    const std::uint32_t body = from + head;
+    const std::uint32_t tail = body + vecs * 16;
+    std::uint8_t* const o = out;
+    std::uint8_t* const r = ring;
+    const std::uint32_t m = mis;
+    lanes.each([&](unsigned lane) {
+      if (lane < head) o[from + lane] = r[(from + lane + m) & kLz4RingMask];
+      for (std::uint32_t v = lane; v < vecs; v += kLz4RingLanes) {
+        const std::uint32_t p = body + 16 * v;
+        copy16(o + p, r + ((p + m) & kLz4RingMask));
+      }
+      for (std::uint32_t p = tail + lane; p < end; p += kLz4RingLanes) o[p] = r[(p + m) & kLz4RingMask];
+    });
+    flushed = end;
+  }
+
+  CS_HD static void copy16(std::uint8_t* dst, const std::uint8_t* src) {
+#ifdef __CUDA_ARCH__
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#else
+    std::memcpy(dst, src, 16);
+#endif
+  }
+
+  CS_HD static std::uint8_t load_in(const std::uint8_t* p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(p);
+#else
+    return *p;
+#endif
+  }
+
+  // Makes room for writing up to `end`: the ring holds at most 64 Ki unflushed bytes.
+  CS_HD_TEMPLATE CS_HD void room(std::uint32_t upto_now, std::uint32_t end) {
+    if (end - flushed > kLz4RingBytes) flush(upto_now);
+  }
+
+  // n literal bytes from input position src to output position p; the caller meets the warp.
+  CS_HD_TEMPLATE CS_HD void literals_nosync(std::uint32_t src, std::uint32_t p, std::uint32_t n) {
+    const std::uint8_t* s = in + src;
+    std::uint8_t* const r = ring;
+    const std::uint32_t base = p + mis;
+    lanes.each_nosync([&](unsigned lane) {
+      for (std::uint32_t k = lane; k < n; k += kLz4RingLanes) r[(base + k) & kLz4RingMask] = load_in(s + k);
+    });
+  }
+
+  // A match whose source ends before its destination starts (one phase); the caller meets the
+  // warp.
+  CS_HD_TEMPLATE CS_HD void match_flat_nosync(std::uint32_t m0, std::uint32_t off, std::uint32_t n) {
+    std::uint8_t* const r = ring;
+    const std::uint32_t d = m0 + mis, s = m0 - off + mis;
+    lanes.each_nosync([&](unsigned lane) {
+      for (std::uint32_t k = lane; k < n; k += kLz4RingLanes) r[(d + k) & kLz4RingMask] = r[(s + k) & kLz4RingMask];
+    });
+  }
+
+  // The match of n bytes at output position m0 from `off` back, in pieces: with off >= 32 a
+  // piece is at most off bytes (it reads only bytes written before it) and at most 64 Ki - off
+  // (it overwrites no byte it reads); with off < 32 a piece starts at a multiple of off and
+  // byte k of it repeats byte k mod off of the `off` bytes before it. Each piece is one lane
+  // phase; room is made before each.
+  CS_HD_TEMPLATE CS_HD void match(std::uint32_t m0, std::uint32_t off, std::uint32_t n) {
+    std::uint8_t* const r = ring;
+    std::uint32_t q = 0;
+    while (q < n) {
+      std::uint32_t len = n - q;
+      if (off < kLz4RingLanes) {
+        const std::uint32_t cap = kLz4BatchBytes / off * off;
+        if (len > cap) len = cap;
+      } else {
+        if (len > off) len = off;
+        if (len > kLz4RingBytes - off) len = kLz4RingBytes - off;
+        if (len > kLz4BatchBytes) len = kLz4BatchBytes;
+      }
+      const std::uint32_t p = m0 + q;
+      room(p, p + len);
+      const std::uint32_t d = p + mis;
+      const std::uint32_t s = p - off + mis;
+      if (off < kLz4RingLanes) {
+        const std::uint32_t step = kLz4RingLanes % off;
+        lanes.each([&](unsigned lane) {
+          std::uint32_t rr = lane % off;
+          for (std::uint32_t k = lane; k < len; k += kLz4RingLanes) {
+            r[(d + k) & kLz4RingMask] = r[(s + rr) & kLz4RingMask];
+            rr += step;
+            if (rr >= off) rr -= off;
+          }
+        });
+      } else {
+        lanes.each([&](unsigned lane) {
+          for (std::uint32_t k = lane; k < len; k += kLz4RingLanes)
+            r[(d + k) & kLz4RingMask] = r[(s + k) & kLz4RingMask];
+        });
+      }
+      q += len;
+    }
+  }
+
+  // One sequence that cannot be batched: literals in pieces, then the match (one warp).
+  CS_HD_TEMPLATE CS_HD void lone(const Lz4BatchSeq& s) {
+    for (std::uint32_t q = 0; q < s.lit_len;) {
+      const std::uint32_t len = s.lit_len - q < kLz4BatchBytes ? s.lit_len - q : kLz4BatchBytes;
+      room(s.op + q, s.op + q + len);
+      literals_nosync(s.lit_src + q, s.op + q, len);
+      lanes.sync();
+      q += len;
+    }
+    if (s.off != 0) match(s.op + s.lit_len, s.off, s.mlen);
+  }
+
+  // Phase 1 of a batch for warp w of nw: literals and independent matches. No lane reads what
+  // another writes in this phase: literals come from the input, independent matches read
+  // output before the batch, and every destination is distinct.
+  CS_HD_TEMPLATE CS_HD void phase1(const Lz4BatchHead& h, const Lz4BatchSeq* seqs, unsigned w, unsigned nw) {
+    for (std::uint32_t j = w; j < h.n; j += nw) {
+      const Lz4BatchSeq s = seqs[j];
+      if (s.lit_len != 0) literals_nosync(s.lit_src, s.op, s.lit_len);
+      if (s.off & kLz4Independent) match_flat_nosync(s.op + s.lit_len, s.off & ~kLz4Independent, s.mlen);
+    }
+  }
+
+  // Phase 2 (one warp, after every warp's phase 1): the other matches, in order.
+  CS_HD_TEMPLATE CS_HD void phase2(const Lz4BatchHead& h, const Lz4BatchSeq* seqs) {
+    for (std::uint32_t j = 0; j < h.n; ++j) {
+      const Lz4BatchSeq s = seqs[j];
+      if (s.off != 0 && !(s.off & kLz4Independent)) match(s.op + s.lit_len, s.off, s.mlen);
+    }
+  }
+};
+
+// The host's lanes: one after another.
+struct Lz4HostLanes {
+  template <class F>
+  void each(F&& f) {
+    for (unsigned l = 0; l < kLz4RingLanes; ++l) f(l);
+  }
+  template <class F>
+  void each_nosync(F&& f) {
+    each(f);
+  }
+  void sync() {}
+  bool leader() const { return true; }
+};
+
+struct Lz4MemcpyFill {
+  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const { std::memcpy(win, src, n); }
+};
+
+// Copier warps of the device kernel (phase 1 is shared among them; the host runs the same
+// split, warp after warp).
+inline constexpr unsigned kLz4CopyWarps = 3;
+
+// Host run of the device's ring decoder (tests and fuzzing): one block of in_size bytes that
+// must decode to exactly `size` bytes, with a staging window of window_cap (>= kLz4FastSpan + 16)
+// bytes. The walker and the copiers take turns batch by batch, in the order the device's
+// barriers impose. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the
+// device.
+inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                         std::size_t size, std::size_t window_cap = 4096) {
+  if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
+    Lz4SerialCopier copy;
+    return lz4_decode_exact_with(in, in_size, out, size, copy);
+  }
+  if (in_size == 0) return DecodeStatus::kCorrupt;
+  struct Buffers {
+    alignas(16) std::uint8_t ring[kLz4RingBytes];
+    Lz4BatchSeq seqs[kLz4BatchMax];
+    Lz4BatchHead head;
+  };
+  auto* b = new Buffers;
+  auto* window = new std::uint8_t[window_cap];
+  Lz4RingWalker<Lz4MemcpyFill, Lz4HostLanes> walker{static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size),
+                                                   Lz4StagedReader<Lz4MemcpyFill>{in, in_size, window, window_cap, {}},
+                                                   {}};
+  Lz4RingCopier<Lz4HostLanes> copier{in, out, b->ring, {}};
+  copier.init();
+  for (;;) {
+    const bool done = walker.walk(&b->head, b->seqs);
+    const Lz4BatchHead h = b->head;
+    if (h.flags & kLz4BatchError) break;
+    if (h.flags & kLz4BatchLone) {
+      copier.lone(b->seqs[0]);
+    } else if (h.n != 0) {
+      copier.room(h.b0, h.end);
+      for (unsigned w = 0; w < kLz4CopyWarps; ++w) copier.phase1(h, b->seqs, w, kLz4CopyWarps);
+      copier.phase2(h, b->seqs);
+    }
+    if (done) {
+      copier.flush(h.end);
+      break;
+    }
+  }
+  delete[] window;
+  delete b;
+  return walker.status;
+}
+
+}  // namespace cubestream::codec::logic
