@@ -55,7 +55,7 @@ done
 python3 - "$OUT" <<'PY'
 import glob, json, os, re, sys
 rows = {}
-for p in sorted(glob.glob(os.path.join(sys.argv[1], "ddp_*gpu.json"))):
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "ddp_*gpu*.json"))):
     r = json.load(open(p))
     variant = re.search(r"_\d+gpu_?(.*)\.json$", os.path.basename(p)).group(1)
     rows[(r["loader"], r["world_size"], variant)] = r
@@ -65,7 +65,7 @@ def step_ms(r):
 print("| loader | GPUs | options | threads/rank | samples/s | GB/s | data wait | median step ms | scaling vs 1 GPU |")
 print("|---|---|---|---|---|---|---|---|---|")
 for (loader, n, variant), r in sorted(rows.items()):
-    one = rows.get((loader, 1, ""))
+    one = rows.get((loader, 1, variant))   # the same options on one GPU
     sc = f"{r['samples_per_s'] / one['samples_per_s']:.2f}x ({r['samples_per_s'] / one['samples_per_s'] / n:.3f} of {n}x)" if one else ""
     print(f"| {loader} | {n} | {variant or '-'} | {r.get('threads') or '-'} | {r['samples_per_s']:.1f} | {r['gb_per_s']:.2f} | "
           f"{100 * r['wait_fraction']:.2f}% | {step_ms(r):.1f} | {sc} |")
