@@ -1,6 +1,8 @@
 // Device queries for `cubestream info` in the CUDA build.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/check.hpp"
@@ -26,6 +28,19 @@ std::string describe_devices() {
     CS_CUDA_CHECK(cudaGetDeviceProperties(&p, i));
     out += " [" + std::to_string(i) + "] " + p.name + " sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
            std::to_string(p.totalGlobalMem >> 20) + " MiB, " + std::to_string(p.multiProcessorCount) + " SMs;";
+  }
+  return out;
+}
+
+std::size_t optin_shared_memory_per_block() {
+  int dev = 0, bytes = 0;
+  CS_CUDA_CHECK(cudaGetDevice(&dev));
+  CS_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  auto out = static_cast<std::size_t>(std::max(bytes, 0));
+  if (const char* env = std::getenv("CUBESTREAM_GPU_SMEM_OPTIN")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0') out = std::min<std::size_t>(out, v);
   }
   return out;
 }

@@ -367,13 +367,15 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
     }
   }
   StagingArena& arena = slots_.arena(f.slot);
-  if (room_for_decoded) {
+  if (room_for_decoded && host_share > 0) {
+    // Only once the host takes units (at share 0 the compressed batch is all that is staged),
+    // and only when the memory limit has room: otherwise settle() grows the arena as before.
     std::size_t room = 0;
     for (std::size_t i : f.miss) {
       const std::size_t ub = planner_.sources()[tasks[i].source].array.unit_bytes();
       room += (ub + StagingArena::kAlign - 1) / StagingArena::kAlign * StagingArena::kAlign;
     }
-    arena.reserve(room);
+    if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);
   }
   arena.begin();
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0};

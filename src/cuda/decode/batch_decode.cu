@@ -26,6 +26,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "cuda/device_info.hpp"
 #include "cuda/decode/nvtx_range.hpp"
 #include "cuda/decode/warp_copy.cuh"
 #include "cuda/decode/zstd_dispatch.hpp"
@@ -115,6 +116,19 @@ __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBat
     if (threadIdx.x == 0) b.status[i] = st;
     // every warp is done with the ring, the window and `item` before the next buffer
     __syncthreads();
+  }
+}
+
+// The same buffers on a device whose blocks cannot opt in to the ring's shared memory (sm_75:
+// 64 KiB): one warp per buffer, taken from the same queue, copying straight into the output
+// through a 2 KiB window per warp (WarpCopier; the version before the ring kernel).
+__global__ void __launch_bounds__(kThreads) lz4_warp_kernel(DeviceBatch b, unsigned long long* counter) {
+  __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
+  const unsigned lane = threadIdx.x & 31u;
+  for (unsigned long long i = next_item(counter, lane); i < b.num_buffers; i = next_item(counter, lane)) {
+    detail::WarpCopier copy{lane, windows[threadIdx.x / 32]};
+    const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
+    if (lane == 0) b.status[i] = st;
   }
 }
 
@@ -329,6 +343,11 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       check_scratch("lz4", sizeof(unsigned long long), scratch_bytes);
       auto* counter = static_cast<unsigned long long*>(scratch);
       CS_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof *counter, stream));
+      if (optin_shared_memory_per_block() < kLz4RingSmem) {
+        lz4_warp_kernel<<<persistent_blocks(lz4_warp_kernel), kThreads, 0, stream>>>(batch, counter);
+        CS_CUDA_CHECK(cudaGetLastError());
+        return;
+      }
       const unsigned blocks =
           static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
       lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter);

@@ -29,6 +29,7 @@
 #include "codec/logic/zstd/split.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
+#include "cuda/device_info.hpp"
 #include "cuda/zstd/zstd_batch.hpp"
 
 namespace cubestream::cuda {
@@ -123,7 +124,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
 constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tables in shared memory)
 // The sequences kernel: one warp per CTA, each lane decodes whole blocks' sequence streams
-// with that block's SeqTables in shared memory (32 x 5 KiB: one CTA per SM).
+// with that block's SeqTables in shared memory (32 x 5 KiB: one CTA per SM). Devices whose
+// blocks cannot opt in to that much (~99 KiB on sm_86/89, 64 KiB on sm_75) run the same kernel
+// with the tables read where pass 2a left them, in the scratch (L1/L2 instead of shared).
 constexpr int kSeqLanes = 32;
 constexpr std::size_t kSeqSmem = kSeqLanes * sizeof(zl::SeqTables);
 // The execute kernel: one warp per CTA and buffer (256 buffers spread over all SMs rather than
@@ -211,7 +214,7 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 // chains per SM, ~60 ms at level 3 for 256 x 4 MiB; docs/gpu_zstd.md, version 3.)
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
-                          bool fast) {
+                          bool fast, bool shared_tables) {
   extern __shared__ uint4 seq_smem[];
   const unsigned lane = threadIdx.x & 31u;
   zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + threadIdx.x;
@@ -228,28 +231,32 @@ __global__ void __launch_bounds__(kSeqLanes)
         const auto* p = static_cast<const zl::u8*>(src[st.owner]);
         unsigned char* blk = arena + st.scratch;
         const zl::SeqTables* g = zl::step_seq_tables(st, blk);
-        const zl::u32 logs[3] = {g->ll_log, g->ml_log, g->of_log};
-        // The used states of each table, in 16-byte words (4 entries).
-        const uint4* from[3] = {reinterpret_cast<const uint4*>(g->ll), reinterpret_cast<const uint4*>(g->ml),
-                                reinterpret_cast<const uint4*>(g->of)};
-        uint4* to[3] = {reinterpret_cast<uint4*>(mine->ll), reinterpret_cast<uint4*>(mine->ml),
-                        reinterpret_cast<uint4*>(mine->of)};
-        for (int t = 0; t < 3; ++t) {
-          const unsigned words = ((1u << logs[t]) + 3) / 4;
-          unsigned i = 0;
-          for (; i + 4 <= words; i += 4) {
-            const uint4 a = from[t][i], b = from[t][i + 1], c = from[t][i + 2], d = from[t][i + 3];
-            to[t][i] = a;
-            to[t][i + 1] = b;
-            to[t][i + 2] = c;
-            to[t][i + 3] = d;
+        const zl::SeqTables* tables = g;
+        if (shared_tables) {
+          const zl::u32 logs[3] = {g->ll_log, g->ml_log, g->of_log};
+          // The used states of each table, in 16-byte words (4 entries).
+          const uint4* from[3] = {reinterpret_cast<const uint4*>(g->ll), reinterpret_cast<const uint4*>(g->ml),
+                                  reinterpret_cast<const uint4*>(g->of)};
+          uint4* to[3] = {reinterpret_cast<uint4*>(mine->ll), reinterpret_cast<uint4*>(mine->ml),
+                          reinterpret_cast<uint4*>(mine->of)};
+          for (int t = 0; t < 3; ++t) {
+            const unsigned words = ((1u << logs[t]) + 3) / 4;
+            unsigned i = 0;
+            for (; i + 4 <= words; i += 4) {
+              const uint4 a = from[t][i], b = from[t][i + 1], c = from[t][i + 2], d = from[t][i + 3];
+              to[t][i] = a;
+              to[t][i + 1] = b;
+              to[t][i + 2] = c;
+              to[t][i + 3] = d;
+            }
+            for (; i < words; ++i) to[t][i] = from[t][i];
           }
-          for (; i < words; ++i) to[t][i] = from[t][i];
+          mine->ll_log = logs[0];
+          mine->ml_log = logs[1];
+          mine->of_log = logs[2];
+          tables = mine;
         }
-        mine->ll_log = logs[0];
-        mine->ml_log = logs[1];
-        mine->of_log = logs[2];
-        zl::decode_block_sequences(p, &st, mine, blk, fast);
+        zl::decode_block_sequences(p, &st, tables, blk, fast);
         steps[k].status = st.status;
         steps[k].n_ok = st.n_ok;
         for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
@@ -299,14 +306,16 @@ int entropy_blocks() {
   return sms * (per_sm > 0 ? per_sm : 1);
 }
 
-int sequences_blocks() {
+int sequences_blocks(std::size_t smem) {
   // Per call, not once: the attribute belongs to the current device's context.
-  CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kSeqSmem)));
+  if (smem) {
+    CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem)));
+  }
   int dev = 0, sms = 0, per_sm = 0;
   CS_CUDA_CHECK(cudaGetDevice(&dev));
   CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_sequences_kernel, kSeqLanes, kSeqSmem));
+  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_sequences_kernel, kSeqLanes, smem));
   return sms * (per_sm > 0 ? per_sm : 1);
 }
 
@@ -381,8 +390,10 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     // CUBESTREAM_ZSTD_SEQ_FAST=1: sequence streams through the fast bit reader (split.hpp,
     // entropy_sequences; host-tested, not yet measured on a GPU, so off by default).
     const char* seq_fast = std::getenv("CUBESTREAM_ZSTD_SEQ_FAST");
-    zstd_sequences_kernel<<<sequences_blocks(), kSeqLanes, kSeqSmem, stream>>>(d_src, counters, steps, arena,
-                                                                               seq_fast && seq_fast[0] == '1');
+    const bool shared_tables = optin_shared_memory_per_block() >= kSeqSmem;
+    const std::size_t seq_smem = shared_tables ? kSeqSmem : 0;
+    zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
+        d_src, counters, steps, arena, seq_fast && seq_fast[0] == '1', shared_tables);
     zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                           stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
                                     verify_checksum);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -210,6 +211,37 @@ TEST(GpuBatch, Lz4ManyBuffersMatchTheCpu) {
       ASSERT_TRUE(b.output(i) == data[i]) << "buffer " << i;
     }
   }
+}
+
+// A device whose blocks cannot opt in to the ring kernel's ~71 KiB of shared memory (sm_75)
+// gets one warp per buffer instead; simulated by lowering the limit. Same bytes and statuses.
+TEST(GpuBatch, Lz4OnSmallSharedMemoryDevicesMatchesTheCpu) {
+  REQUIRE_GPU();
+  ::setenv("CUBESTREAM_GPU_SMEM_OPTIN", "49152", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("CUBESTREAM_GPU_SMEM_OPTIN"); }
+  } unset;
+  const std::vector<Buf> data = sample_data(64, 3);
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    enc.push_back(numcodecs_lz4(data[i], static_cast<int>(i % 5) - 2));
+    sizes.push_back(data[i].size());
+  }
+  Buf bad = enc[1];
+  bad.resize(bad.size() / 2);
+  enc.push_back(bad);
+  sizes.push_back(data[1].size());
+  Batch b(enc, sizes);
+  b.decode(cuda::BatchCodec::kLz4);
+  const auto st = b.statuses();
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    ASSERT_EQ(st[i], DecodeStatus::kOk) << "buffer " << i << ": " << logic::decode_status_name(st[i]);
+    ASSERT_TRUE(b.output(i) == data[i]) << "buffer " << i;
+  }
+  Buf host(sizes.back());
+  EXPECT_EQ(st.back(), logic::lz4_numcodecs_decode(bad.data(), bad.size(), host.data(), host.size()));
+  EXPECT_NE(st.back(), DecodeStatus::kOk);
 }
 
 TEST(GpuBatch, Lz4DamagedBuffersGetStatusesAndStayInBounds) {

@@ -6,6 +6,7 @@
 // a visible GPU these tests skip; a build without CUDA checks that the API says so.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -230,6 +231,19 @@ TEST(ZstdBatch, MixedBatchMatchesLibzstdAndHostStatuses) {
   const std::size_t full = cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases));
   run_batch(cases, true, full);
   run_batch(cases, false, full);
+}
+
+// A device whose blocks opt in to less shared memory than the sequences kernel's 32 table sets
+// (sm_86/89: ~99 KiB, sm_75: 64 KiB): that kernel reads the tables from the scratch instead.
+// Simulated here by lowering the limit (CUBESTREAM_GPU_SMEM_OPTIN); same statuses and bytes.
+TEST(ZstdBatch, SmallSharedMemoryDevicesReadTablesFromScratch) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  ::setenv("CUBESTREAM_GPU_SMEM_OPTIN", "65536", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("CUBESTREAM_GPU_SMEM_OPTIN"); }
+  } unset;
+  run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
 }
 
 // Scratches smaller than version 2 asks for: version 1's size (n workspaces), and the size for
