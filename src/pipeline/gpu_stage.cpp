@@ -309,7 +309,7 @@ void GpuStage::fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std:
     ~Release() { b.release(n); }
   } release{budget_, held};
   s.route = routes_[t.source].route;
-  if (enc.missing || s.route == UnitRoute::kHostDecode || (s.to_host && s.route == UnitRoute::kGpuDecode)) {
+  if (enc.missing || s.route == UnitRoute::kHostDecode || s.to_host) {
     s.route = UnitRoute::kHostDecode;
     const std::size_t ub = src.array.unit_bytes();
     const StagingArena::Claim c = arena.claim(ub);

@@ -12,24 +12,13 @@
 #include "codec/logic/lane_copy.hpp"
 #include "codec/logic/lz4_block.hpp"
 #include "codec_test_util.hpp"
+#include "liblz4_block.hpp"
 
 namespace cs_codec_test {
 namespace {
 
 namespace logic = cubestream::codec::logic;
 using logic::DecodeStatus;
-
-Buf lz4_compress(const Buf& src, int hc_level = 0, int acceleration = 1) {
-  Buf dst(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(src.size()))));
-  const char* in = reinterpret_cast<const char*>(src.data());
-  char* out = reinterpret_cast<char*>(dst.data());
-  const int n = hc_level > 0
-                    ? LZ4_compress_HC(in, out, static_cast<int>(src.size()), static_cast<int>(dst.size()), hc_level)
-                    : LZ4_compress_fast(in, out, static_cast<int>(src.size()), static_cast<int>(dst.size()), acceleration);
-  if (n <= 0) throw std::runtime_error("lz4 compression failed");
-  dst.resize(static_cast<std::size_t>(n));
-  return dst;
-}
 
 struct Decoded {
   DecodeStatus status;
@@ -67,12 +56,12 @@ TEST(Lz4Block, EveryAccelerationAndHcLevelOnEveryDataKind) {
     const Buf src = kind.make(200 * 1024 + 3);
     for (int accel = 1; accel <= 20; ++accel) {
       SCOPED_TRACE("acceleration " + std::to_string(accel));
-      expect_same_as_liblz4(src, lz4_compress(src, 0, accel));
+      expect_same_as_liblz4(src, liblz4_block(src, 0, accel));
     }
-    for (int accel : {32, 100, 1000, 65537}) expect_same_as_liblz4(src, lz4_compress(src, 0, accel));
+    for (int accel : {32, 100, 1000, 65537}) expect_same_as_liblz4(src, liblz4_block(src, 0, accel));
     for (int level = 1; level <= 12; ++level) {
       SCOPED_TRACE("hc level " + std::to_string(level));
-      expect_same_as_liblz4(src, lz4_compress(src, level));
+      expect_same_as_liblz4(src, liblz4_block(src, level));
     }
   }
 }
@@ -85,8 +74,8 @@ TEST(Lz4Block, SizesFromZeroToMegabytes) {
     SCOPED_TRACE("size " + std::to_string(n));
     for (const auto& kind : kDataKinds) {
       const Buf src = kind.make(n);
-      expect_same_as_liblz4(src, lz4_compress(src));
-      if (n <= (std::size_t{1} << 20)) expect_same_as_liblz4(src, lz4_compress(src, 9));
+      expect_same_as_liblz4(src, liblz4_block(src));
+      if (n <= (std::size_t{1} << 20)) expect_same_as_liblz4(src, liblz4_block(src, 9));
     }
   }
 }
@@ -98,14 +87,14 @@ TEST(Lz4Block, LongRunsAndEveryShortPeriod) {
     const Buf unit = random_bytes(period, static_cast<std::uint32_t>(100 + period));
     Buf src(100000 + period);
     for (std::size_t i = 0; i < src.size(); ++i) src[i] = unit[i % period];
-    expect_same_as_liblz4(src, lz4_compress(src));
-    expect_same_as_liblz4(src, lz4_compress(src, 12));
+    expect_same_as_liblz4(src, liblz4_block(src));
+    expect_same_as_liblz4(src, liblz4_block(src, 12));
   }
   // a run long enough that the literal and match lengths take several 255 bytes
   Buf mixed = random_bytes(70000, 7);
   append(mixed, Buf(300000, 0x42));
   append(mixed, random_bytes(1000, 8));
-  expect_same_as_liblz4(mixed, lz4_compress(mixed));
+  expect_same_as_liblz4(mixed, liblz4_block(mixed));
 }
 
 TEST(Lz4Block, HandWrittenSequences) {
@@ -152,7 +141,7 @@ TEST(Lz4Block, NumcodecsFraming) {
   const Buf src = climate_bytes(50000);
   Buf enc(4);
   put_le32(enc.data(), static_cast<std::uint32_t>(src.size()));
-  append(enc, lz4_compress(src));
+  append(enc, liblz4_block(src));
   Buf out(src.size());
   EXPECT_EQ(logic::lz4_numcodecs_decode(enc.data(), enc.size(), out.data(), out.size()), DecodeStatus::kOk);
   EXPECT_EQ(out, src);
@@ -197,7 +186,7 @@ bool fails_on_offset_zero(const Buf& in, std::size_t cap) {
 TEST(Lz4Block, TruncatedAndMutatedBlocksStayInBounds) {
   const Buf src = quantised_bytes(40000);
   for (int level : {0, 9}) {
-    const Buf enc = lz4_compress(src, level);
+    const Buf enc = liblz4_block(src, level);
     for (std::size_t cut = 0; cut < enc.size(); cut += (cut < 64 ? 1 : 97)) {
       // a cut right after a literal run is a shorter valid block: it decodes to fewer bytes
       const Decoded d = decode_block(Buf(enc.begin(), enc.begin() + cut), src.size());
@@ -247,10 +236,10 @@ struct StagedCopier : logic::Lz4SerialCopier {
 TEST(Lz4Block, StagedReaderGivesTheSameResults) {
   std::vector<Buf> blocks;
   for (const auto& kind : kDataKinds) {
-    blocks.push_back(lz4_compress(kind.make(70001)));
-    blocks.push_back(lz4_compress(kind.make(5000), 9));
+    blocks.push_back(liblz4_block(kind.make(70001)));
+    blocks.push_back(liblz4_block(kind.make(5000), 9));
   }
-  blocks.push_back(lz4_compress({}));
+  blocks.push_back(liblz4_block({}));
   std::mt19937 rng(21);
   const std::size_t n_valid = blocks.size();
   for (std::size_t k = 0; k < 200; ++k) {  // damaged variants
@@ -336,7 +325,7 @@ TEST(Lz4Block, LaneCopiesEqualSerialCopies) {
   for (const auto& kind : kDataKinds) {
     const Buf src = kind.make(100000);
     for (int level : {0, 9}) {
-      const Buf enc = lz4_compress(src, level);
+      const Buf enc = liblz4_block(src, level);
       Buf out(src.size());
       LaneSimCopier lanes;
       std::size_t produced = 0;

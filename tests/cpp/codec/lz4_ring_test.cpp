@@ -11,25 +11,13 @@
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_ring.hpp"
 #include "codec_test_util.hpp"
+#include "liblz4_block.hpp"
 
 namespace cs_codec_test {
 namespace {
 
 namespace logic = cubestream::codec::logic;
 using logic::DecodeStatus;
-
-Buf compress(const Buf& src, int hc_level = 0, int acceleration = 1) {
-  Buf dst(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(src.size()))));
-  static const char empty = 0;  // liblz4's HC path reads through a null pointer for empty input
-  const char* in = src.empty() ? &empty : reinterpret_cast<const char*>(src.data());
-  char* out = reinterpret_cast<char*>(dst.data());
-  const int n = hc_level > 0
-                    ? LZ4_compress_HC(in, out, static_cast<int>(src.size()), static_cast<int>(dst.size()), hc_level)
-                    : LZ4_compress_fast(in, out, static_cast<int>(src.size()), static_cast<int>(dst.size()), acceleration);
-  if (n <= 0) throw std::runtime_error("lz4 compression failed");
-  dst.resize(static_cast<std::size_t>(n));
-  return dst;
-}
 
 struct Result {
   DecodeStatus status;
@@ -59,7 +47,7 @@ TEST(Lz4Ring, MatchesLiblz4OnEveryDataKindAndLevel) {
     for (std::size_t n : {0u, 1u, 15u, 300u, 4096u, 70001u, 300000u}) {
       const Buf src = kind.make(n);
       for (int level : {0, 3, 12}) {
-        const Buf enc = compress(src, level);
+        const Buf enc = liblz4_block(src, level);
         for (std::size_t shift : {0u, 5u}) {
           const Result r = ring(enc, src.size(), shift);
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
@@ -91,7 +79,7 @@ TEST(Lz4Ring, LongRunsFarMatchesAndSmallWindows) {
   srcs.push_back(Buf(3000000, 0));
   for (const Buf& src : srcs) {
     for (int level : {0, 9}) {
-      const Buf enc = compress(src, level);
+      const Buf enc = liblz4_block(src, level);
       for (std::size_t window : {296u, 4096u}) {
         const Result r = ring(enc, src.size(), 3, window);
         ASSERT_EQ(r.status, DecodeStatus::kOk);
@@ -106,7 +94,7 @@ TEST(Lz4Ring, DamagedBlocksGetTheSerialStatus) {
   const Buf src = quantised_bytes(50000);
   std::mt19937 rng(11);
   for (int level : {0, 9}) {
-    const Buf enc = compress(src, level);
+    const Buf enc = liblz4_block(src, level);
     for (std::size_t cut = 0; cut < enc.size(); cut += (cut < 64 ? 1 : 89)) {
       const Buf in(enc.begin(), enc.begin() + cut);
       ASSERT_EQ(ring(in, src.size()).status, serial(in, src.size())) << "cut " << cut;

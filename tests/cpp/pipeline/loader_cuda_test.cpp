@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "cubestream/error.hpp"
 #include "cubestream/loader.hpp"
@@ -25,6 +26,23 @@ std::vector<std::uint8_t> host_bytes(const Tensor& t) {
     std::memcpy(out.data(), t.data, out.size());
   }
   return out;
+}
+
+// Walks both loaders to the end of their epoch: as many batches from each, the same bytes in
+// inputs and targets. `batches` (if given) gets the count.
+void expect_same_batches(Loader& host, Loader& gpu, const std::string& what, std::int64_t* batches = nullptr) {
+  std::int64_t n = 0;
+  for (;; ++n) {
+    auto a = host.next();
+    auto b = gpu.next();
+    ASSERT_EQ(a.has_value(), b.has_value()) << what << " batch " << n;
+    if (!a) break;
+    a->synchronize();
+    b->synchronize();
+    ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << what << " batch " << n;
+    ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << what << " batch " << n;
+  }
+  if (batches) *batches = n;
 }
 
 TEST(LoaderCuda, BatchesEqualTheCpuLoaderBitForBit) {
@@ -142,18 +160,8 @@ TEST(LoaderCuda, GpuDecodeEqualsHostDecodeOnBloscStore) {
     c.decode = DecodeBackend::kGpu;
     Loader gpu(ConcatenatedTime(Dataset::open(open_store(demo))), c);
     Loader host(ConcatenatedTime(Dataset::open(open_store(demo))), h);
-    std::int64_t n = 0;
-    for (;;) {
-      auto a = host.next();
-      auto b = gpu.next();
-      ASSERT_EQ(a.has_value(), b.has_value());
-      if (!a) break;
-      b->synchronize();
-      a->synchronize();
-      ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << "round " << round << " batch " << n;
-      ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << "round " << round << " batch " << n;
-      ++n;
-    }
+    expect_same_batches(host, gpu, "round " + std::to_string(round));
+    if (HasFatalFailure()) return;
     const LoaderStats st = gpu.stats();
     EXPECT_EQ(st.decode_path, "gpu");
     EXPECT_GT(st.units_gpu_decoded, 0u);
@@ -183,16 +191,8 @@ TEST(LoaderCuda, HostDecodeShareGivesTheSameBatches) {
     Loader gpu(ConcatenatedTime(Dataset::open(open_store(demo))), c);
     Loader host(ConcatenatedTime(Dataset::open(open_store(demo))), h);
     std::int64_t n = 0;
-    for (;;) {
-      auto a = host.next();
-      auto b = gpu.next();
-      ASSERT_EQ(a.has_value(), b.has_value());
-      if (!a) break;
-      b->synchronize();
-      ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << "share " << share << " batch " << n;
-      ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << "share " << share << " batch " << n;
-      ++n;
-    }
+    expect_same_batches(host, gpu, "share " + std::to_string(share), &n);
+    if (HasFatalFailure()) return;
     ASSERT_GT(n, 2);
     const LoaderStats st = gpu.stats();
     EXPECT_EQ(st.decode_path, "gpu");
@@ -301,16 +301,8 @@ TEST(LoaderCuda, GpuZstdAndLz4DecodeEqualHostDecode) {
       c.decode = DecodeBackend::kGpu;
       Loader gpu(ConcatenatedTime(Dataset::open(k.store)), c);
       Loader host(ConcatenatedTime(Dataset::open(k.store)), h);
-      for (std::int64_t n = 0;; ++n) {
-        auto a = host.next();
-        auto b = gpu.next();
-        ASSERT_EQ(a.has_value(), b.has_value());
-        if (!a) break;
-        a->synchronize();
-        b->synchronize();
-        ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << k.vars[0] << " round " << round << " batch " << n;
-        ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << k.vars[0] << " round " << round;
-      }
+      expect_same_batches(host, gpu, k.vars[0] + " round " + std::to_string(round));
+      if (HasFatalFailure()) return;
       const LoaderStats st = gpu.stats();
       EXPECT_EQ(st.decode_path, "gpu");
       EXPECT_GT(st.units_gpu_decoded, 0u) << k.vars[0];

@@ -352,6 +352,19 @@ CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockSte
   return DecodeStatus::kOk;
 }
 
+// Record i of a block: ll, ml and the offset, or a symbolic offset's index and amount
+// subtracted, tagged in the literal length (see kRecSym).
+CS_HD inline void store_record(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u32 ll, u32 ml, u64 offset) {
+  if (sym_is(offset)) {
+    rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
+    rec_off[i] = static_cast<u32>(sym_sub(offset));
+  } else {
+    rec_ll[i] = ll;
+    rec_off[i] = static_cast<u32>(offset);
+  }
+  rec_ml[i] = ml;
+}
+
 // The sequence stream of one block, by one thread, with the tables of pass 2a. With `fast`,
 // the sequences before the last one are read with FastBackwardBits while enough bits remain
 // (SequenceStream::next_fast), the rest as always: same records, same statuses.
@@ -371,14 +384,7 @@ CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Ta
       u64 of_value = 0, offset = 0;
       stream.next_fast(t, &fb, &ll, &ml, &of_value);
       CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
-      if (sym_is(offset)) {
-        rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
-        rec_off[i] = static_cast<u32>(sym_sub(offset));
-      } else {
-        rec_ll[i] = ll;
-        rec_off[i] = static_cast<u32>(offset);
-      }
-      rec_ml[i] = ml;
+      store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
       *n_ok = ++i;
     }
     stream.bits.pos = fb.pos;
@@ -389,14 +395,7 @@ CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Ta
     u64 of_value = 0, offset = 0;
     CS_ZSTD_TRY(stream.next(t, i + 1 == s.nb_seq, &ll, &ml, &of_value));
     CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
-    if (sym_is(offset)) {
-      rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
-      rec_off[i] = static_cast<u32>(sym_sub(offset));
-    } else {
-      rec_ll[i] = ll;
-      rec_off[i] = static_cast<u32>(offset);
-    }
-    rec_ml[i] = ml;
+    store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
     *n_ok = i + 1;
   }
   if (s.seq_cap == s.nb_seq) CS_ZSTD_REQUIRE(stream.bits.finished_exactly(), kCorrupt);
