@@ -542,6 +542,9 @@ def run(a):
                "wait_s": wait, "compute_s": compute, "wait_fraction": wait / wall if wall > 0 else 0.0,
                "step_wait_ms_median": median([(s[1] - s[0]) / 1e6 for s in steps]),
                "step_ms_median": median([(s[2] - s[0]) / 1e6 for s in steps]),
+               # Where an epoch's wait comes from: a few long stalls or a little every step.
+               "step_wait_ms_max": max([(s[1] - s[0]) / 1e6 for s in steps], default=0.0),
+               "steps_waiting_over_10ms": sum(1 for s in steps if s[1] - s[0] > 10_000_000),
                "loss": loss_mean, "loader_stats": source.stats()}
         if e == total_epochs - 1 or (a.max_seconds and time.perf_counter() - t_run > a.max_seconds):
             # The last epoch's step times (perf_counter_ns = CLOCK_MONOTONIC, the clock of the

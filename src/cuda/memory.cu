@@ -103,11 +103,6 @@ void free_device_async(void* p, void* stream, int device) noexcept {
   cudaFreeAsync(p, static_cast<cudaStream_t>(stream));
 }
 
-void copy_device_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream, int device) {
-  use(device);
-  CS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
-}
-
 void copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream, int device) {
   use(device);
   CS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream)));

@@ -36,7 +36,6 @@ bool event_query(void* event);
 // Stream-ordered device memory (cudaMallocAsync / cudaFreeAsync from the device's pool).
 void* alloc_device_async(std::size_t bytes, void* stream, int device);
 void free_device_async(void* p, void* stream, int device) noexcept;
-void copy_device_to_device_async(void* dst, const void* src, std::size_t bytes, void* stream, int device);
 void copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream, int device);
 void stream_synchronize(void* stream, int device);
 // Synchronous device-to-host copy (tests and diagnostics).

@@ -110,7 +110,8 @@ struct GpuStage::SlotGpu {
   std::size_t hmeta_cap = 0;
   void* dmeta = nullptr;
   std::size_t dmeta_cap = 0;
-  void* copied = nullptr;     // the staging area is on the GPU (the host arena is free again)
+  void* copied = nullptr;     // the compressed bytes are in the device staging
+  void* units_copied = nullptr;  // raw and host-decoded units are in their device units
   void* decoded = nullptr;    // decoders and statuses done (the device staging is free again)
   void* assembled = nullptr;  // the assembly read its meta
   void* last = nullptr;       // the event after which nothing of this slot is in use; null: never used
@@ -182,7 +183,7 @@ GpuStage::~GpuStage() {
   lru_.clear();
   index_.clear();
   for (auto& g : slot_gpu_) {
-    for (void* e : {g->copied, g->decoded, g->assembled}) cuda::destroy_event(e, device_);
+    for (void* e : {g->copied, g->units_copied, g->decoded, g->assembled}) cuda::destroy_event(e, device_);
     cuda::free_pinned(g->hmeta);
     budget_.release(g->hmeta_cap);
     cuda::free_device(g->dstage, device_);
@@ -273,6 +274,7 @@ GpuStage::FlightPtr GpuStage::open() {
     while (slot_gpu_.size() <= *slot) {
       auto g = std::make_unique<SlotGpu>();
       g->copied = cuda::create_event(device_);
+      g->units_copied = cuda::create_event(device_);
       g->decoded = cuda::create_event(device_);
       g->assembled = cuda::create_event(device_);
       slot_gpu_.push_back(std::move(g));
@@ -414,7 +416,6 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
   const auto& sources = planner_.sources();
   SlotGpu& g = *slot_gpu_[f.slot];
   StagingArena& arena = slots_.arena(f.slot);
-  const std::size_t stage_bytes = arena.used();
 
   // Meta layout: per decode group src ptrs, src sizes, dst ptrs, dst sizes, statuses; then
   // the assembly's pieces, items, params (at most one per piece) and the two tensor pointers.
@@ -443,43 +444,76 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
   f.tensors_at = align_up(f.params_at + f.npieces * sizeof(cuda::ConvertParams));
   f.meta_bytes = align_up(f.tensors_at + 2 * sizeof(void*));
 
+  // What crosses PCIe where. The compressed bytes of GPU-decoded units go to the device
+  // staging at their arena offsets, in runs of neighbouring claims (one copy per run); a raw
+  // or host-decoded unit goes straight from the pinned arena into its own device unit, so its
+  // bytes cross once and are not copied again on the device. Claims interleave in fetch
+  // order, so the runs are cut where a host-decoded unit lies between compressed ones.
+  std::vector<std::size_t> compressed;
+  std::size_t stage_bytes = 0;
+  for (std::size_t j = 0; j < f.staged.size(); ++j) {
+    if (f.staged[j].route != UnitRoute::kGpuDecode) continue;
+    compressed.push_back(j);
+    stage_bytes = std::max(stage_bytes, f.staged[j].offset + f.staged[j].length);
+  }
+  std::sort(compressed.begin(), compressed.end(),
+            [&](std::size_t a, std::size_t b) { return f.staged[a].offset < f.staged[b].offset; });
+
   // The slot is idle (open() waited for its last batch): its buffers may be replaced.
   std::uint8_t* hmeta = grow_pinned(g.hmeta, g.hmeta_cap, f.meta_bytes);
   grow_device(g.dmeta, g.dmeta_cap, f.meta_bytes, decode_stream_);
   grow_device(g.dstage, g.dstage_cap, std::max<std::size_t>(stage_bytes, 1), copy_stream_);
   auto* dstage = static_cast<std::uint8_t*>(g.dstage);
   auto* dmeta = static_cast<std::uint8_t*>(g.dmeta);
+  const std::uint8_t* hstage = arena.data();
 
   // From here on the batch has GPU work queued: a failure abandons it (see FlightDeleter).
   f.state = Flight::State::kLaunched;
-  if (stage_bytes) cuda::copy_to_device_async(dstage, arena.data(), stage_bytes, copy_stream_, device_);
+  // A gap up to this size between two compressed claims is copied along rather than cutting
+  // the run: a call costs a few microseconds, about what 64 KiB takes over PCIe.
+  constexpr std::size_t kRunGap = 64 << 10;
+  for (std::size_t r = 0; r < compressed.size();) {
+    const std::size_t begin = f.staged[compressed[r]].offset;
+    std::size_t end = begin + f.staged[compressed[r]].length;
+    std::size_t q = r + 1;
+    while (q < compressed.size() && f.staged[compressed[q]].offset <= end + kRunGap) {
+      end = std::max(end, f.staged[compressed[q]].offset + f.staged[compressed[q]].length);
+      ++q;
+    }
+    if (end > begin) cuda::copy_to_device_async(dstage + begin, hstage + begin, end - begin, copy_stream_, device_);
+    r = q;
+  }
   cuda::record_event(g.copied, copy_stream_, device_);
   cuda::stream_wait_event(decode_stream_, g.copied, device_);
 
-  // Device units; raw and host-decoded ones are copies of their staged bytes.
+  // Device units: GPU-decoded ones are written by the decoders (allocated on the decode
+  // stream); raw and host-decoded ones are filled by their copy (allocated on the copy stream,
+  // after the compressed runs, so the decoders need not wait for them).
   for (std::size_t j = 0; j < f.staged.size(); ++j) {
     const UnitSource& src = sources[tasks[f.miss[j]].source];
     const Staged& s = f.staged[j];
+    const bool gpu = s.route == UnitRoute::kGpuDecode;
     auto u = std::make_shared<DeviceUnit>();
     u->bytes = src.array.unit_bytes();
     u->stream = assemble_stream_;
     u->device = device_;
-    u->ptr = cuda::alloc_device_async(u->bytes, decode_stream_, device_);
+    if (!gpu && s.length != u->bytes) {
+      throw Error(ErrorCode::kSizeMismatch,
+                  "stored chunk holds " + std::to_string(s.length) + " bytes, the unit " + std::to_string(u->bytes),
+                  ErrorContext{src.array.store().describe(), s.enc.key, std::nullopt});
+    }
+    u->ptr = cuda::alloc_device_async(u->bytes, gpu ? decode_stream_ : copy_stream_, device_);
     f.units[f.miss[j]] = u;
     ++st.units;
     st.missing += s.enc.missing;
     st.bytes_fetched += s.enc.bytes_fetched;
     st.bytes_decoded += u->bytes;
-    if (s.route != UnitRoute::kGpuDecode) {
-      if (s.length != u->bytes) {
-        throw Error(ErrorCode::kSizeMismatch,
-                    "stored chunk holds " + std::to_string(s.length) + " bytes, the unit " + std::to_string(u->bytes),
-                    ErrorContext{src.array.store().describe(), s.enc.key, std::nullopt});
-      }
-      cuda::copy_device_to_device_async(u->ptr, dstage + s.offset, u->bytes, decode_stream_, device_);
+    if (!gpu) {
+      cuda::copy_to_device_async(u->ptr, hstage + s.offset, u->bytes, copy_stream_, device_);
       ++st.host_decoded;
     }
   }
+  cuda::record_event(g.units_copied, copy_stream_, device_);
 
   // Batched GPU decode, one launch per codec, statuses back into the pinned meta.
   for (int k = 0; k < kGroups; ++k) {
@@ -517,6 +551,8 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
     cuda::copy_to_host_async(h + 4 * n * sizeof(std::uint64_t), b.status, n * sizeof(std::uint32_t), decode_stream_,
                              device_);
   }
+  // "decoded" means every unit of the batch is complete, the copied ones included.
+  cuda::stream_wait_event(decode_stream_, g.units_copied, device_);
   cuda::record_event(g.decoded, decode_stream_, device_);
   f.decode_queued = true;
   // Cached from now on, so that the next batch in flight finds them; finish() or abandon()
@@ -690,7 +726,7 @@ void GpuStage::abandon(Flight& f) noexcept {
               reinterpret_cast<const std::uint32_t*>(hmeta + f.group_at[k] + 4 * n * sizeof(std::uint64_t));
           for (std::size_t q = 0; q < n; ++q) keep[f.group[k][q]] = status[q] == static_cast<std::uint32_t>(cuda::DecodeStatus::kOk);
         }
-        // Raw and host-decoded units were complete once staged.
+        // Raw and host-decoded units: their copies came before g.decoded.
         for (std::size_t j = 0; j < f.staged.size(); ++j) keep[j] = keep[j] || f.staged[j].route != UnitRoute::kGpuDecode;
       }
     } catch (...) {

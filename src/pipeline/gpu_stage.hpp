@@ -7,9 +7,11 @@
 //           whose codec the GPU decodes (blosc, lz4, zstd after `bytes`), decoded bytes of
 //           the rest (decoded on the host, as are missing units: their fill value) and of
 //           the share of GPU-decodable units the host takes over (host_decode_share.hpp);
-//   launch  enqueues, without waiting, one copy of the staging area to the GPU (copy
-//           stream), fresh device units and the batched decoders (decode stream, after the
-//           copy's event), and the copy of the decoders' statuses back;
+//   launch  enqueues, without waiting, the copies to the GPU (copy stream: compressed bytes
+//           into the slot's device staging, in runs; raw and host-decoded units straight into
+//           their device units, so their bytes cross PCIe once and are not copied again on
+//           the device), fresh device units and the batched decoders (decode stream, after
+//           the compressed bytes' event), and the copy of the decoders' statuses back;
 //   finish  waits for that batch's statuses only (its event), decodes on the host what the
 //           GPU left as kUnsupported (same bytes: the fallback rule), turns other statuses
 //           into errors, and enqueues the fused assembly kernel (cuda/assemble) on the

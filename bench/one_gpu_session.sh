@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# One session on a one-GPU machine for the GPU path (issues 4 and 6), as named steps over one
+# build (build-gpu/), so that a session can be split over several calls of a warm machine:
+#
+#     OUT=/empty/dir STEPS="build loader-tests train cold" bash bench/one_gpu_session.sh
+#     OUT=/empty/dir STEPS="build gpu-tests memcheck zstd lz4" bash bench/one_gpu_session.sh
+#
+# Steps (each capped and logged; a failed step does not stop the later ones):
+#   build         cmake + ninja: the CLI, the Python module, the tests, both decoder benches
+#   loader-tests  LoaderCuda* and HostDecode* (the GPU path's bits against the host path's)
+#   gpu-tests     every GPU suite (Gpu*, Zstd*, Lz4*, Blosc*, LoaderCuda*, HostDecode*,
+#                 DeviceRead*), then the Python codec and loader tests on the GPU
+#   memcheck      compute-sanitizer memcheck over MEMCHECK_FILTER
+#   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5), twice
+#                 alternated with CUBESTREAM_ZSTD_SEQ_FAST=1 (the fast sequence reader): A/B
+#   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
+#   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_BUDGET_S)
+#   cold          bench/cold_loader.py on the train store (needs root for drop_caches)
+# Everything lands flat in $OUT (at most ~8 files come back from the machine: the logs are
+# packed into $OUT/logs.tar.gz at the end; session.log and the tables stay beside it).
+# COMMIT names the tree in the results (the machine's copy has no .git).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?set OUT}
+STEPS=${STEPS:-"build loader-tests train cold"}
+BUILD=build-gpu
+STORE=${STORE:-/tmp/cs_train_era5.zarr}
+TIMES=${TIMES:-480}
+TRAIN_ONLY=${TRAIN_ONLY:-synthetic/train,cubestream-gpu/train,cubestream-cpu/train,cubestream-gpu/loader-only,cubestream-cpu/loader-only,tensorstore/loader-only}
+TRAIN_BUDGET_S=${TRAIN_BUDGET_S:-330}
+MEMCHECK_FILTER=${MEMCHECK_FILTER:-LoaderCuda*:GpuBatch.Lz4*}
+LZ4_CASES=${LZ4_CASES:-}
+COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+mkdir -p "$OUT/logs"
+exec > >(tee -a "$OUT/session.log") 2>&1
+START=$(date +%s)
+log() { printf '[one_gpu %s +%4ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - START))" "$*"; }
+export PYTHONUNBUFFERED=1
+step() {  # step NAME CAP_SECONDS command...
+  local name=$1 cap=$2; shift 2
+  case " $STEPS " in *" $name "*) ;; *) return 0;; esac
+  local t0=$(date +%s) rc=0
+  log "=== $name (cap ${cap}s)"
+  timeout -k 10 "$cap" bash -c "$*" || rc=$?
+  log "=== $name: rc=$rc in $(($(date +%s) - t0))s"
+}
+EXTRA=""
+[ -d .devdeps/usr/include ] && EXTRA="-I$PWD/.devdeps/usr/include"
+export BUILD OUT EXTRA STORE TIMES COMMIT
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; nproc
+log "commit $COMMIT, steps: $STEPS"
+
+step build 420 '
+  cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCMAKE_CXX_FLAGS="$EXTRA" \
+    -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >$OUT/logs/build.log 2>&1 &&
+  ninja -C $BUILD cubestream_cli _cubestream cubestream_tests gpu_decode_bench gpu_zstd_bench >>$OUT/logs/build.log 2>&1
+  rc=$?; grep -E "error|FAILED" $OUT/logs/build.log | head -30; exit $rc'
+
+step loader-tests 240 '
+  $BUILD/tests/cubestream_tests --gtest_filter="LoaderCuda*:HostDecode*" >$OUT/logs/loader_tests.log 2>&1; rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/loader_tests.log | head -20; exit $rc'
+
+step gpu-tests 300 '
+  $BUILD/tests/cubestream_tests --gtest_filter="Gpu*:Zstd*:Lz4*:Blosc*:LoaderCuda*:HostDecode*:DeviceRead*" \
+    >$OUT/logs/gpu_tests.log 2>&1; rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/gpu_tests.log | head -30
+  CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python python3 -m pytest -q -rs \
+    tests/python/test_codecs.py tests/python/test_loader.py >$OUT/logs/pytest.log 2>&1 || rc=$?
+  tail -6 $OUT/logs/pytest.log; exit $rc'
+
+step memcheck 300 '
+  compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
+    --gtest_filter="'"$MEMCHECK_FILTER"'" >$OUT/logs/memcheck.log 2>&1; rc=$?
+  grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/memcheck.log | head; exit $rc'
+
+step zstd 300 '
+  for round in 1 2; do
+    for fast in 0 1; do
+      CUBESTREAM_ZSTD_SEQ_FAST=$fast $BUILD/gpu_zstd_bench --big 256 --small 1024 --repeat 5 --levels 1,3,5 \
+        --md $OUT/zstd_seqfast${fast}_r$round.md 2>>$OUT/logs/zstd_bench.log || echo "zstd bench fast=$fast rc=$?"
+    done
+  done
+  tail -20 $OUT/zstd_seqfast1_r2.md'
+
+step lz4 200 '
+  CS_BENCH_CASE="'"$LZ4_CASES"'" $BUILD/gpu_decode_bench >$OUT/gpu_decode_bench.md 2>$OUT/logs/gpu_decode_bench.log
+  rc=$?; tail -25 $OUT/gpu_decode_bench.md; exit $rc'
+
+step train 420 '
+  CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python python3 bench/train_bench.py --store $STORE \
+    --make-store --timesteps $TIMES --epochs 2 --cli $BUILD/cubestream --out $OUT/train --budget-s '"$TRAIN_BUDGET_S"' \
+    --commit "$COMMIT" --only '"$TRAIN_ONLY"' >$OUT/logs/train_bench.log 2>&1; rc=$?
+  grep -vE "^\[(synthetic|cubestream|tensorstore)" $OUT/logs/train_bench.log | tail -60
+  cp $OUT/train/train_bench.md $OUT/train/train_bench.json $OUT/ 2>/dev/null; exit $rc'
+
+step cold 300 '
+  PYTHONPATH=$PWD/$BUILD/python python3 bench/cold_loader.py --store $STORE --out $OUT --rounds 3'
+
+# Few files come back: pack the logs (and the train run's plots) into one archive.
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs $( [ -d "$OUT/train" ] && echo train ) 2>/dev/null && rm -rf "$OUT/logs" "$OUT/train"
+log "done"
