@@ -6,7 +6,8 @@
 #     OUT=/empty/dir STEPS="build gpu-tests memcheck zstd lz4" bash bench/one_gpu_session.sh
 #
 # Steps (each capped and logged; a failed step does not stop the later ones):
-#   build         cmake + ninja: the CLI, the Python module, the tests, both decoder benches
+#   build         cmake + ninja: BUILD_TARGETS (default: the CLI, the Python module, the tests,
+#                 both decoder benches)
 #   loader-tests  LoaderCuda* and HostDecode* (the GPU path's bits against the host path's)
 #   gpu-tests     every GPU suite (Gpu*, Zstd*, Lz4*, Blosc*, LoaderCuda*, HostDecode*,
 #                 DeviceRead*), then the Python codec and loader tests on the GPU
@@ -30,6 +31,7 @@ TRAIN_ONLY=${TRAIN_ONLY:-synthetic/train,cubestream-gpu/train,cubestream-cpu/tra
 TRAIN_BUDGET_S=${TRAIN_BUDGET_S:-330}
 MEMCHECK_FILTER=${MEMCHECK_FILTER:-LoaderCuda*:GpuBatch.Lz4*}
 LZ4_CASES=${LZ4_CASES:-}
+BUILD_TARGETS=${BUILD_TARGETS:-cubestream_cli _cubestream cubestream_tests gpu_decode_bench gpu_zstd_bench}
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT/logs"
 exec > >(tee -a "$OUT/session.log") 2>&1
@@ -53,7 +55,7 @@ log "commit $COMMIT, steps: $STEPS"
 step build 420 '
   cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCMAKE_CXX_FLAGS="$EXTRA" \
     -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >$OUT/logs/build.log 2>&1 &&
-  ninja -C $BUILD cubestream_cli _cubestream cubestream_tests gpu_decode_bench gpu_zstd_bench >>$OUT/logs/build.log 2>&1
+  ninja -C $BUILD '"$BUILD_TARGETS"' >>$OUT/logs/build.log 2>&1
   rc=$?; grep -E "error|FAILED" $OUT/logs/build.log | head -30; exit $rc'
 
 step loader-tests 240 '
