@@ -7,19 +7,25 @@ bandwidth in compressed bytes"), in one run on the GPU machine:
 Every measurement starts from an empty page cache (`sync; echo 3 > /proc/sys/vm/drop_caches`, so
 it needs root) and reads the store's bytes off the disk once. Sides, alternated round by round:
   files            the raw baseline: every file of the store read whole by --threads threads (plain
-                   buffered reads of 8 MiB; the kernel's readahead, as the loader gets)
+                   buffered reads of 8 MiB; the kernel's readahead, as the loader gets), in
+                   directory order (each variable's chunks one after another on the disk)
+  files-shuffled   the same in a random order (the loader reads in sample order, shuffled)
   dd               `dd iflag=direct bs=4M` over one large file of the store's bytes on the same
                    file system (the usual "raw disk" figure; written once, before the rounds)
   cubestream-gpu   one loader-only epoch of cubestream.Loader(device="cuda", decode="auto"): batches
                    of 16 whole-field samples (six variables at t and t+1), as examples/train_unet.py
   cubestream-cpu   the same with decode="cpu"
-The loader's figure is the compressed bytes it read (loader.stats()["bytes_fetched"]) over the
-epoch's wall time, the loader's construction included; its ratio is taken against the faster of
-the two raw baselines (medians over the rounds). Writes cold_loader.json and cold_loader.md.
+Every side's figure is the bytes read from the disk under the store (/proc/diskstats: each
+chunk once, however often the epoch uses it) over its wall time, the loader's construction
+included; the loader's compressed bytes fetched (loader.stats()["bytes_fetched"]: units that two
+samples share are fetched twice, the second time from the page cache) are listed beside. The
+ratio is taken against the fastest raw baseline (medians over the rounds). Writes
+cold_loader.json and cold_loader.md.
 """
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -52,6 +58,23 @@ def store_files(store):
                 p = os.path.join(d, f)
                 out.append((p, os.path.getsize(p)))
     return sorted(out)
+
+
+def block_device(path):
+    """The /proc/diskstats name of the disk under `path` (its partition's parent where there is one)."""
+    dev = os.stat(path).st_dev
+    name = os.path.basename(os.path.realpath(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"))
+    return name
+
+
+def disk_read_bytes(name):
+    """Bytes read from block device `name` so far (/proc/diskstats: sectors read, 512 B each)."""
+    with open("/proc/diskstats") as f:
+        for line in f:
+            p = line.split()
+            if p[2] == name:
+                return int(p[5]) * 512
+    return None
 
 
 def read_files(files, threads):
@@ -119,7 +142,7 @@ class OneDevice:
         self.device = device
 
 
-def loader_epoch(a, decode, norm):
+def loader_epoch(a, decode, norm, disk):
     import torch
     cuda = a.device != "cpu"
     args = train_unet.parse_args(["--store", a.store, "--loader-only", "--threads", str(a.threads),
@@ -133,9 +156,11 @@ def loader_epoch(a, decode, norm):
     if cuda:
         torch.cuda.synchronize()
     wall = time.perf_counter() - t0
+    # Read now: the producer runs on into the next epoch until the loader is gone.
+    disk_end = disk_read_bytes(disk)
     st = src.stats()
     del src
-    return {"bytes": st["bytes_fetched"], "seconds": wall, "batches": batches,
+    return {"bytes_fetched": st["bytes_fetched"], "seconds": wall, "disk_end": disk_end, "batches": batches,
             "samples_per_s": batches * a.batch_size / wall, "units": st["units_fetched"],
             "decode_path": st.get("decode_path"), "host_decode_share": st.get("host_decode_share")}
 
@@ -151,7 +176,7 @@ def main():
     ap.add_argument("--memory-limit-gb", type=float, default=4.0)
     ap.add_argument("--gpu-cache-gb", type=float, default=1.0)
     ap.add_argument("--dd-gb", type=float, default=4.0, help="size of the large file dd reads")
-    ap.add_argument("--sides", default="files,dd,cubestream-gpu,cubestream-cpu")
+    ap.add_argument("--sides", default="files,files-shuffled,dd,cubestream-gpu,cubestream-cpu")
     ap.add_argument("--device", default="cuda", help="cpu only for a smoke test of the script")
     ap.add_argument("--warm", action="store_true", help="do not drop the page cache (a smoke test: not cold figures)")
     a = ap.parse_args()
@@ -170,34 +195,45 @@ def main():
     norm = train_unet.normalisation(a.store, train_unet.parse_args(["--store", a.store]).variables)
     fs = subprocess.run(["df", "-h", a.store], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     log(f"store {a.store}: {len(files)} files, {store_bytes / 1e9:.2f} GB; file system: {fs}")
+    disk = block_device(a.store)
+    log(f"disk under the store: {disk} (read so far: {disk_read_bytes(disk)} bytes)")
+    shuffled = list(files)
+    random.Random(0).shuffle(shuffled)
     rows = {s: [] for s in sides}
     for r in range(a.rounds):
         order = sides if r % 2 == 0 else list(reversed(sides))
         for side in order:
             drop_caches(a.warm)
-            if side == "files":
-                n, sec = read_files(files, a.threads)
-                rec = {"bytes": n, "seconds": sec}
+            d0 = disk_read_bytes(disk)
+            if side in ("files", "files-shuffled"):
+                n, sec = read_files(files if side == "files" else shuffled, a.threads)
+                rec = {"bytes_fetched": n, "seconds": sec}
             elif side == "dd":
                 n, sec = dd_direct(big)
-                rec = {"bytes": n, "seconds": sec}
+                rec = {"bytes_fetched": n, "seconds": sec}
             else:
-                rec = loader_epoch(a, "auto" if side == "cubestream-gpu" else "cpu", norm)
+                rec = loader_epoch(a, "auto" if side == "cubestream-gpu" else "cpu", norm, disk)
+            d1 = rec.pop("disk_end", None) or disk_read_bytes(disk)
+            # Without a disk counter (or with --warm) the bytes the reader asked for stand in.
+            rec["bytes"] = d1 - d0 if d0 is not None and d1 is not None and not a.warm else rec["bytes_fetched"]
             rec["gb_per_s"] = rec["bytes"] / rec["seconds"] / 1e9
             rows[side].append(rec)
-            log(f"round {r} {side}: {rec['bytes'] / 1e9:.2f} GB in {rec['seconds']:.2f} s = {rec['gb_per_s']:.3f} GB/s"
+            log(f"round {r} {side}: {rec['bytes'] / 1e9:.2f} GB off the disk ({rec['bytes_fetched'] / 1e9:.2f} GB asked for) "
+                f"in {rec['seconds']:.2f} s = {rec['gb_per_s']:.3f} GB/s"
                 + (f", {rec['samples_per_s']:.1f} samples/s" if "samples_per_s" in rec else ""))
     med = {s: statistics.median(x["gb_per_s"] for x in rows[s]) for s in sides if rows[s]}
-    raw = max([med[s] for s in ("files", "dd") if s in med] or [float("nan")])
-    lines = ["| reader | GB/s read (compressed bytes), median | each round | of raw disk bandwidth |",
-             "|---|---|---|---|"]
+    raw = max([med[s] for s in ("files", "files-shuffled", "dd") if s in med] or [float("nan")])
+    lines = ["| reader | GB/s off the disk (compressed bytes), median | each round | of raw disk bandwidth | GB asked for / off the disk |",
+             "|---|---|---|---|---|"]
     for s in sides:
         if s not in med:
             continue
         each = ", ".join(f"{x['gb_per_s']:.3f}" for x in rows[s])
-        lines.append(f"| {s} | {med[s]:.3f} | {each} | {100 * med[s] / raw:.1f}% |")
-    md = (f"Store {a.store}: {len(files)} files, {store_bytes / 1e9:.2f} GB; {a.rounds} rounds, each side after "
-          f"drop_caches; raw disk bandwidth = the faster of files and dd ({raw:.3f} GB/s).\n\n" + "\n".join(lines) + "\n")
+        asked = statistics.median(x["bytes_fetched"] for x in rows[s]) / 1e9
+        off = statistics.median(x["bytes"] for x in rows[s]) / 1e9
+        lines.append(f"| {s} | {med[s]:.3f} | {each} | {100 * med[s] / raw:.1f}% | {asked:.2f} / {off:.2f} |")
+    md = (f"Store {a.store}: {len(files)} files, {store_bytes / 1e9:.2f} GB, on {disk}; {a.rounds} rounds, each side after "
+          f"drop_caches; raw disk bandwidth = the fastest raw baseline ({raw:.3f} GB/s).\n\n" + "\n".join(lines) + "\n")
     print(md, flush=True)
     with open(os.path.join(a.out, "cold_loader.md"), "w") as f:
         f.write(md)

@@ -63,14 +63,15 @@ def step_ms(r):
     m = [e["step_ms_median"] for e in r["epochs"] if e["measured"]]
     return sorted(m)[len(m) // 2] if m else float("nan")
 print("| loader | GPUs | options | threads/rank | samples/s | GB/s | data wait | median step ms | scaling vs 1 GPU "
-      "| per measured epoch: samples/s (steps waiting > 10 ms, longest wait ms) |")
+      "| per measured epoch: samples/s (steps waiting > 10 ms, longest wait ms, longest step ms, pinned staging calls) |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for (loader, n, variant), r in sorted(rows.items()):
     one = rows.get((loader, 1, variant))   # the same options on one GPU
     sc = f"{r['samples_per_s'] / one['samples_per_s']:.2f}x ({r['samples_per_s'] / one['samples_per_s'] / n:.3f} of {n}x)" if one else ""
     print(f"| {loader} | {n} | {variant or '-'} | {r.get('threads') or '-'} | {r['samples_per_s']:.1f} | {r['gb_per_s']:.2f} | "
           f"{100 * r['wait_fraction']:.2f}% | {step_ms(r):.1f} | {sc} | "
-          + ", ".join(f"{e['samples_per_s']:.0f} ({e.get('steps_waiting_over_10ms', '?')}, {e.get('step_wait_ms_max', float('nan')):.0f})"
+          + ", ".join(f"{e['samples_per_s']:.0f} ({e.get('steps_waiting_over_10ms', '?')}, {e.get('step_wait_ms_max', float('nan')):.0f}, "
+                      f"{e.get('step_ms_max', float('nan')):.0f}, {(e.get('loader_stats') or {}).get('staging_pinned_calls', '-')})"
                       for e in r["epochs"] if e["measured"]) + " |")
 PY
 log "done"

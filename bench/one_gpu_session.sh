@@ -15,7 +15,7 @@
 #   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5), twice
 #                 alternated with CUBESTREAM_ZSTD_SEQ_FAST=1 (the fast sequence reader): A/B
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
-#   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_BUDGET_S)
+#   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_EPOCHS, TRAIN_BUDGET_S)
 #   cold          bench/cold_loader.py on the train store (needs root for drop_caches)
 # Everything lands flat in $OUT (at most ~8 files come back from the machine: the logs are
 # packed into $OUT/logs.tar.gz at the end; session.log and the tables stay beside it).
@@ -90,7 +90,7 @@ step lz4 200 '
 
 step train 420 '
   CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python python3 bench/train_bench.py --store $STORE \
-    --make-store --timesteps $TIMES --epochs 2 --cli $BUILD/cubestream --out $OUT/train --budget-s '"$TRAIN_BUDGET_S"' \
+    --make-store --timesteps $TIMES --epochs '"${TRAIN_EPOCHS:-2}"' --cli $BUILD/cubestream --out $OUT/train --budget-s '"$TRAIN_BUDGET_S"' \
     --commit "$COMMIT" --only '"$TRAIN_ONLY"' >$OUT/logs/train_bench.log 2>&1; rc=$?
   grep -vE "^\[(synthetic|cubestream|tensorstore)" $OUT/logs/train_bench.log | tail -60
   cp $OUT/train/train_bench.md $OUT/train/train_bench.json $OUT/ 2>/dev/null; exit $rc'

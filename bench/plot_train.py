@@ -93,7 +93,7 @@ def plot_timeline(result, trace_path, path, n_steps=4):
     plt = _plt()
     with open(trace_path) as f:
         events = json.load(f)["traceEvents"]
-    epoch = [e for e in result["epochs"] if "steps_ns" in e][-1]
+    epoch = [e for e in result["epochs"] if "final_next_ns" in e][-1]
     offset, spread, nw, nc = _trace_offset(events, epoch)
     steps = epoch["steps_ns"]
     k = max(0, len(steps) // 2 - n_steps // 2)       # steps from the middle of the epoch

@@ -545,12 +545,14 @@ def run(a):
                # Where an epoch's wait comes from: a few long stalls or a little every step.
                "step_wait_ms_max": max([(s[1] - s[0]) / 1e6 for s in steps], default=0.0),
                "steps_waiting_over_10ms": sum(1 for s in steps if s[1] - s[0] > 10_000_000),
+               "step_ms_max": max([(s[2] - s[0]) / 1e6 for s in steps], default=0.0),
                "loss": loss_mean, "loader_stats": source.stats()}
+        # Every step's times (perf_counter_ns = CLOCK_MONOTONIC, the clock of the loader's trace):
+        # where in an epoch a stall happened. For the last epoch also the next() that ended it:
+        # bench/plot_train.py lines the trace's "consumer wait" events up with these to draw
+        # steps and loader stages together.
+        rec["steps_ns"] = steps
         if e == total_epochs - 1 or (a.max_seconds and time.perf_counter() - t_run > a.max_seconds):
-            # The last epoch's step times (perf_counter_ns = CLOCK_MONOTONIC, the clock of the
-            # loader's trace) and of the next() that ended it: bench/plot_train.py lines the
-            # trace's "consumer wait" events up with these to draw steps and loader stages together.
-            rec["steps_ns"] = steps
             rec["final_next_ns"] = t0
         epochs.append(rec)
         if dist.rank == 0 and not a.quiet:

@@ -185,6 +185,12 @@ struct LoaderStats {
   std::uint64_t units_gpu_fallback = 0;  // units the GPU left to the host decoder
   std::uint64_t units_host_decoded = 0;  // GPU-decodable units the fetch threads decoded
   double host_decode_share = 0;          // the share used for the last batch (1 on the CPU path)
+  // GPU path: pinned staging buffers allocated or freed (arenas growing, meta buffers), and
+  // the time those calls took. Pinning hundreds of MB takes a while and contends with other
+  // threads' CUDA calls, so a loader that keeps doing it slows training: after the first
+  // batches these should stay at 0.
+  std::uint64_t staging_pinned_calls = 0;
+  double staging_pinned_s = 0;
   std::string decode_path;               // "cpu", or "gpu" with the host-decoded variables named
   nlohmann::json to_json() const;
 };

@@ -161,7 +161,8 @@ GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, cons
       cfg_(config),
       device_(config.device_index),
       budget_(budget),
-      slots_(budget, StagingMemory{[](std::size_t n) { return cuda::alloc_pinned(n); }, [](void* p) { cuda::free_pinned(p); }},
+      slots_(budget,
+             StagingMemory{[this](std::size_t n) { return pinned_alloc(n); }, [this](void* p) { pinned_free(p); }},
              max_in_flight),
       cache_capacity_(cache_bytes) {
   for (const auto& s : planner_.sources()) {
@@ -184,7 +185,7 @@ GpuStage::~GpuStage() {
   index_.clear();
   for (auto& g : slot_gpu_) {
     for (void* e : {g->copied, g->units_copied, g->decoded, g->assembled}) cuda::destroy_event(e, device_);
-    cuda::free_pinned(g->hmeta);
+    pinned_free(g->hmeta);
     budget_.release(g->hmeta_cap);
     cuda::free_device(g->dstage, device_);
     cuda::free_device(g->dmeta, device_);
@@ -231,15 +232,36 @@ void GpuStage::grow_device(void*& buf, std::size_t& cap, std::size_t bytes, void
   cap = want;
 }
 
+void* GpuStage::pinned_alloc(std::size_t bytes) {
+  const std::int64_t t0 = now_ns();
+  void* p = cuda::alloc_pinned(bytes);
+  ns_pinned_ += now_ns() - t0;
+  ++pinned_calls_;
+  return p;
+}
+
+void GpuStage::pinned_free(void* p) noexcept {
+  if (!p) return;
+  const std::int64_t t0 = now_ns();
+  cuda::free_pinned(p);
+  ns_pinned_ += now_ns() - t0;
+  ++pinned_calls_;
+}
+
+void GpuStage::take_pinned_counts(GpuStageStats& st) {
+  st.pinned_calls += pinned_calls_.exchange(0);
+  st.ns_pinned += ns_pinned_.exchange(0);
+}
+
 std::uint8_t* GpuStage::grow_pinned(void*& buf, std::size_t& cap, std::size_t bytes) {
   if (bytes > cap) {
-    cuda::free_pinned(buf);
+    pinned_free(buf);
     budget_.release(cap);
     buf = nullptr;
     cap = 0;
     budget_.force(bytes);
     try {
-      buf = cuda::alloc_pinned(bytes);
+      buf = pinned_alloc(bytes);
     } catch (...) {
       budget_.release(bytes);
       throw;
@@ -405,6 +427,7 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
     s.charged = 0;
   }
   for (const Staged& s : f.staged) st.host_chosen += s.to_host && !s.enc.missing;
+  take_pinned_counts(st);
   st.ns_fetch += ns_fetch;
   st.ns_decode += ns_decode;
 }
@@ -555,6 +578,7 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
   cuda::stream_wait_event(decode_stream_, g.units_copied, device_);
   cuda::record_event(g.decoded, decode_stream_, device_);
   f.decode_queued = true;
+  take_pinned_counts(st);
   // Cached from now on, so that the next batch in flight finds them; finish() or abandon()
   // settles whether they stay.
   for (std::size_t j = 0; j < f.miss.size(); ++j) cache_insert(tasks[f.miss[j]].cache_key, f.units[f.miss[j]]);

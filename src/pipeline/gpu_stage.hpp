@@ -28,6 +28,7 @@
 // statuses were never checked.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -80,6 +81,8 @@ struct GpuStageStats {
   std::uint64_t units = 0, missing = 0, hits = 0, bytes_fetched = 0, bytes_decoded = 0;
   std::uint64_t gpu_decoded = 0, host_decoded = 0, fallbacks = 0;
   std::uint64_t host_chosen = 0;  // GPU-decodable units the fetch threads decoded (host_share)
+  std::uint64_t pinned_calls = 0;  // pinned staging allocations and frees since the last fetch/launch
+  std::int64_t ns_pinned = 0;      // and their time
   // ns_decode: host decoding plus the time finish() waited for the GPU's statuses.
   std::int64_t ns_fetch = 0, ns_decode = 0, ns_assemble = 0;
 };
@@ -134,6 +137,9 @@ class GpuStage {
   void enqueue_assembly(Flight& f, void* d_inputs, void* d_targets);
   void grow_device(void*& buf, std::size_t& cap, std::size_t bytes, void* stream);
   std::uint8_t* grow_pinned(void*& buf, std::size_t& cap, std::size_t bytes);
+  void* pinned_alloc(std::size_t bytes);
+  void pinned_free(void* p) noexcept;
+  void take_pinned_counts(GpuStageStats& st);
 
   const BatchPlanner& planner_;
   const Selection& selection_;
@@ -155,6 +161,9 @@ class GpuStage {
   // Decoder scratch, shared: decodes run one after another on the decode stream.
   void* scratch_ = nullptr;
   std::size_t scratch_cap_ = 0;
+  // Pinned allocations and frees not yet reported (take_pinned_counts).
+  std::atomic<std::uint64_t> pinned_calls_{0};
+  std::atomic<std::int64_t> ns_pinned_{0};
   // Read buffers of the fetch threads, reused unit after unit.
   std::mutex reads_mu_;
   std::vector<Array::EncodedUnit> reads_;

@@ -172,8 +172,9 @@ struct Loader::Impl {
 
   // Statistics.
   std::atomic<std::uint64_t> st_batches{0}, st_samples{0}, st_units{0}, st_missing{0}, st_hits{0}, st_fetched{0},
-      st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0}, st_host_chosen{0};
-  std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0};
+      st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0}, st_host_chosen{0},
+      st_pinned_calls{0};
+  std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0}, ns_pinned{0};
   std::int64_t stats_origin = pipeline::now_ns();
 };
 
@@ -652,6 +653,8 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
   ns_fetch += gs.ns_fetch;
   ns_decode += gs.ns_decode;
   st_host_chosen += gs.host_chosen;
+  st_pinned_calls += gs.pinned_calls;
+  ns_pinned += gs.ns_pinned;
   return p;
 }
 
@@ -818,6 +821,8 @@ LoaderStats Loader::stats() const {
   s.units_gpu_fallback = m.st_gpu_fallback;
   s.units_host_decoded = m.st_host_chosen;
   s.host_decode_share = m.gpu ? m.host_share_now.load() : 1.0;
+  s.staging_pinned_calls = m.st_pinned_calls;
+  s.staging_pinned_s = static_cast<double>(m.ns_pinned.load()) / 1e9;
   s.decode_path = m.decode_path;
   return s;
 }
@@ -825,9 +830,9 @@ LoaderStats Loader::stats() const {
 void Loader::reset_stats() {
   Impl& m = *impl_;
   for (auto* c : {&m.st_batches, &m.st_samples, &m.st_units, &m.st_missing, &m.st_hits, &m.st_fetched, &m.st_decoded,
-                  &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback, &m.st_host_chosen})
+                  &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback, &m.st_host_chosen, &m.st_pinned_calls})
     *c = 0;
-  for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait}) *c = 0;
+  for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait, &m.ns_pinned}) *c = 0;
   m.stats_origin = pipeline::now_ns();
   m.budget->reset_peak();
   m.trace.clear();
