@@ -259,14 +259,17 @@ std::uint8_t* GpuStage::grow_pinned(void*& buf, std::size_t& cap, std::size_t by
     budget_.release(cap);
     buf = nullptr;
     cap = 0;
-    budget_.force(bytes);
+    // Headroom as in grow_device: the next batch's meta is about as large, and every pinned
+    // (re)allocation costs a device-wide synchronisation of cudaFreeHost.
+    const std::size_t want = bytes + bytes / 8;
+    budget_.force(want);
     try {
-      buf = pinned_alloc(bytes);
+      buf = pinned_alloc(want);
     } catch (...) {
-      budget_.release(bytes);
+      budget_.release(want);
       throw;
     }
-    cap = bytes;
+    cap = want;
   }
   return static_cast<std::uint8_t*>(buf);
 }

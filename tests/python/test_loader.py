@@ -289,6 +289,25 @@ def test_stats_report_the_host_decode_share(stores):
     assert st["decode_path"] == "cpu"
     assert st["host_decode_share"] == 1.0
     assert st["units_host_decoded"] == 0
+    assert st["staging_pinned_calls"] == 0 and st["staging_pinned_s"] == 0.0
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, None])
+def test_gpu_path_stops_pinning_memory_after_its_first_epoch(stores, share):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    # Pinning (or unpinning) staging memory is slow and contends with the training thread's
+    # CUDA calls: once the staging buffers have their size, later epochs must not do it again.
+    loader = cubestream.Loader(stores["main"], ["t2m"], batch_size=4, drop_last=True, device="cuda",
+                               host_decode_share=share, prefetch=3)
+    assert sum(1 for _ in loader) == len(loader)
+    loader.reset_stats()
+    for _ in range(2):
+        assert sum(1 for _ in loader) == len(loader)
+    st = loader.stats()
+    assert st["decode_path"].startswith("gpu")
+    assert st["staging_pinned_calls"] == 0, st
 
 
 def test_bad_configs_raise_value_error_at_construction(stores):
