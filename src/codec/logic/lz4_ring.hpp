@@ -214,12 +214,67 @@ struct Lz4RingWalker {
   }
 };
 
+// How a match is cut into pieces (Lz4RingCopier::match, lz4_ring_match_phases). A piece of
+// len bytes at output p reads [p - off, p - off + len) and writes [p, p + len) while lanes run
+// in no fixed order, so:
+//  - overlap: with off >= 32 a piece reads only bytes written before it, len <= off (with
+//    off < 32 the lanes repeat the period instead: len is a multiple of off);
+//  - ring aliasing: writing p + k overwrites slot of p + k - 64 Ki, which is source byte
+//    k - (64 Ki - off) of the same piece. A direct piece (each lane reads then writes its bytes)
+//    must end before that: len <= 64 Ki - off. A staged piece (every lane loads its bytes into
+//    registers, the warp meets, then every lane stores) reads all before it writes any, so only
+//    the overlap rule and the registers (kLz4StageBytes) bound it;
+//  - at most kLz4BatchBytes, so that room() can make space for it.
+// Staging costs a second meeting per piece, so it is taken only where the aliasing bound is
+// narrower than a staged piece: offsets above 64 Ki - 512 with more than 64 Ki - off bytes
+// left. Before staging, a match at offset 65535 moved one byte per phase.
+inline constexpr std::uint32_t kLz4StageBytesPerLane = 16;  // 4 registers per lane
+inline constexpr std::uint32_t kLz4StageBytes = kLz4RingLanes * kLz4StageBytesPerLane;
+
+struct Lz4StagedBytes {
+  std::uint32_t w[kLz4StageBytesPerLane / 4];
+};
+
+struct Lz4MatchPiece {
+  std::uint32_t len;  // bytes of the next piece (>= 1 when left >= 1)
+  bool staged;        // loaded into registers before any store
+};
+
+// The next piece of a match at offset off (1..65535) with `left` bytes to copy.
+CS_HD inline Lz4MatchPiece lz4_ring_match_piece(std::uint32_t off, std::uint32_t left) {
+  if (off < kLz4RingLanes) {
+    const std::uint32_t cap = kLz4BatchBytes / off * off;
+    return {left < cap ? left : cap, false};
+  }
+  const std::uint32_t over = off < kLz4BatchBytes ? off : kLz4BatchBytes;  // overlap bound
+  const std::uint32_t gap = kLz4RingBytes - off;                          // aliasing bound (direct)
+  const std::uint32_t direct = gap < over ? gap : over;
+  const std::uint32_t staged = over < kLz4StageBytes ? over : kLz4StageBytes;
+  // one direct phase takes what is left, or direct pieces are at least as wide as staged ones
+  if (left <= direct || direct >= staged) return {left < direct ? left : direct, false};
+  return {left < staged ? left : staged, true};
+}
+
+// Warp meetings (lane phases) of the copier warp that Lz4RingCopier::match spends on a match of
+// n bytes at offset off, not counting flushes: one per direct piece, two per staged piece.
+CS_HD inline std::uint64_t lz4_ring_match_phases(std::uint32_t off, std::uint64_t n) {
+  std::uint64_t phases = 0;
+  while (n != 0) {
+    const std::uint32_t left = n > 0xFFFFFFFFu ? 0xFFFFFFFFu : static_cast<std::uint32_t>(n);
+    const Lz4MatchPiece piece = lz4_ring_match_piece(off, left);
+    phases += piece.staged ? 2 : 1;
+    n -= piece.len;
+  }
+  return phases;
+}
+
 // The parallel part: copies batches into the ring and flushes the ring to the output. The
 // literals of a batch and its independent matches ("phase 1") may be shared among several
 // warps (warp w of nw takes sequences w, w + nw, ...); the other matches ("phase 2") and any
 // flush run in one warp, in order. Lanes: each(f) runs f(lane) for lanes 0..31 and makes their
 // writes visible to the warp (device: every lane runs its own f, then __syncwarp);
-// each_nosync(f) the same without the meeting.
+// each_nosync(f) the same without the meeting; PerLane<T> is a T per lane (device: one T held
+// in each lane's registers; host: an array indexed by lane).
 template <class Lanes>
 struct Lz4RingCopier {
   const std::uint8_t* in;
@@ -297,24 +352,18 @@ struct Lz4RingCopier {
     });
   }
 
-  // The match of n bytes at output position m0 from `off` back, in pieces: with off >= 32 a
-  // piece is at most off bytes (it reads only bytes written before it) and at most 64 Ki - off
-  // (it overwrites no byte it reads); with off < 32 a piece starts at a multiple of off and
-  // byte k of it repeats byte k mod off of the `off` bytes before it. Each piece is one lane
-  // phase; room is made before each.
+  // The match of n bytes at output position m0 from `off` back, in pieces cut by
+  // lz4_ring_match_piece (which says why each bound holds). With off < 32 a piece starts at a
+  // multiple of off and byte k of it repeats byte k mod off of the `off` bytes before it; a
+  // direct piece is one lane phase (each lane copies its bytes, the warp meets); a staged piece
+  // is two (each lane loads its bytes into registers, the warp meets, each lane stores, the
+  // warp meets). Room is made before each piece.
   CS_HD_TEMPLATE CS_HD void match(std::uint32_t m0, std::uint32_t off, std::uint32_t n) {
     std::uint8_t* const r = ring;
     std::uint32_t q = 0;
     while (q < n) {
-      std::uint32_t len = n - q;
-      if (off < kLz4RingLanes) {
-        const std::uint32_t cap = kLz4BatchBytes / off * off;
-        if (len > cap) len = cap;
-      } else {
-        if (len > off) len = off;
-        if (len > kLz4RingBytes - off) len = kLz4RingBytes - off;
-        if (len > kLz4BatchBytes) len = kLz4BatchBytes;
-      }
+      const Lz4MatchPiece piece = lz4_ring_match_piece(off, n - q);
+      const std::uint32_t len = piece.len;
       const std::uint32_t p = m0 + q;
       room(p, p + len);
       const std::uint32_t d = p + mis;
@@ -329,6 +378,8 @@ struct Lz4RingCopier {
             if (rr >= off) rr -= off;
           }
         });
+      } else if (piece.staged) {
+        match_staged(d, s, len);
       } else {
         lanes.each([&](unsigned lane) {
           for (std::uint32_t k = lane; k < len; k += kLz4RingLanes)
@@ -337,6 +388,38 @@ struct Lz4RingCopier {
       }
       q += len;
     }
+  }
+
+  // A staged piece of len <= kLz4StageBytes bytes from ring slot s to ring slot d: lane l holds
+  // bytes l, l + 32, ... (at most kLz4StageBytesPerLane, packed in 4-byte words) between a phase
+  // of loads and a phase of stores. The meeting between them is what lets the piece overwrite
+  // slots it reads (far matches: the destination wraps onto the source 64 Ki - off bytes on).
+  // Lane l reads bytes l, l + 32, ... of the source: consecutive lanes read consecutive bytes.
+  CS_HD_TEMPLATE CS_HD void match_staged(std::uint32_t d, std::uint32_t s, std::uint32_t len) {
+    std::uint8_t* const r = ring;
+    typename Lanes::template PerLane<Lz4StagedBytes> held;
+    lanes.each([&](unsigned lane) {
+      Lz4StagedBytes& h = held[lane];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < kLz4StageBytesPerLane; ++i) {
+        const std::uint32_t k = lane + i * kLz4RingLanes;
+        const std::uint32_t b = k < len ? r[(s + k) & kLz4RingMask] : 0u;
+        if (i % 4 == 0) h.w[i / 4] = 0;
+        h.w[i / 4] |= b << (8 * (i % 4));
+      }
+    });
+    lanes.each([&](unsigned lane) {
+      const Lz4StagedBytes& h = held[lane];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t i = 0; i < kLz4StageBytesPerLane; ++i) {
+        const std::uint32_t k = lane + i * kLz4RingLanes;
+        if (k < len) r[(d + k) & kLz4RingMask] = static_cast<std::uint8_t>(h.w[i / 4] >> (8 * (i % 4)));
+      }
+    });
   }
 
   // One sequence that cannot be batched: literals in pieces, then the match (one warp).
@@ -372,16 +455,26 @@ struct Lz4RingCopier {
 };
 
 // The host's lanes: one after another.
+// PerLane<T>: a T for each lane (the device's lanes hold their own T in registers). meetings:
+// the warp meetings (each, sync) so far, for tests that count phases.
 struct Lz4HostLanes {
+  std::uint64_t meetings = 0;
+  template <class T>
+  struct PerLane {
+    T v[kLz4RingLanes];
+    // CS_HD: called inside the copier's CS_HD lambdas, which nvcc also compiles for the device
+    CS_HD T& operator[](unsigned lane) { return v[lane]; }
+  };
   template <class F>
   void each(F&& f) {
-    for (unsigned l = 0; l < kLz4RingLanes; ++l) f(l);
+    each_nosync(f);
+    ++meetings;
   }
   template <class F>
   void each_nosync(F&& f) {
-    each(f);
+    for (unsigned l = 0; l < kLz4RingLanes; ++l) f(l);
   }
-  void sync() {}
+  void sync() { ++meetings; }
   bool leader() const { return true; }
 };
 
@@ -397,9 +490,12 @@ inline constexpr unsigned kLz4CopyWarps = 3;
 // must decode to exactly `size` bytes, with a staging window of window_cap (>= kLz4FastSpan + 16)
 // bytes. The walker and the copiers take turns batch by batch, in the order the device's
 // barriers impose. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the
-// device.
+// device. *copier_meetings (when given) receives the warp meetings the copiers' each() and
+// sync() made (phase 2, lone sequences, flushes; phase 1's shared copies meet once per batch
+// on the device and are not counted).
 inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                         std::size_t size, std::size_t window_cap = 4096) {
+                                         std::size_t size, std::size_t window_cap = 4096,
+                                         std::uint64_t* copier_meetings = nullptr) {
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
     return lz4_decode_exact_with(in, in_size, out, size, copy);
@@ -433,6 +529,7 @@ inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_
       break;
     }
   }
+  if (copier_meetings != nullptr) *copier_meetings = copier.lanes.meetings;
   delete[] window;
   delete b;
   return walker.status;

@@ -102,9 +102,15 @@ namespace cubestream::cuda::detail {
 
 // The lanes of codec/logic/lz4_ring.hpp's decoder on the device: every lane runs its part of a
 // phase, then the warp meets (which also makes shared- and global-memory writes of the phase
-// visible to all its lanes).
+// visible to all its lanes). PerLane<T>: each lane holds its own T (in registers, when the
+// copies index it with constants after unrolling), so operator[] ignores the lane.
 struct RingLanes {
   unsigned lane;
+  template <class T>
+  struct PerLane {
+    T v;
+    __device__ T& operator[](unsigned) { return v; }
+  };
   template <class F>
   __device__ void each(F&& f) {
     f(lane);

@@ -5,6 +5,7 @@
 #include <lz4.h>
 #include <lz4hc.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 
@@ -12,6 +13,7 @@
 #include "codec/logic/lz4_ring.hpp"
 #include "codec_test_util.hpp"
 #include "liblz4_block.hpp"
+#include "lz4_craft.hpp"
 
 namespace cs_codec_test {
 namespace {
@@ -26,12 +28,14 @@ struct Result {
 
 // Ring decode from an exact-size copy of `in` into an exact-size output at `shift` bytes past a
 // 16-byte aligned address (the ring's slots follow the output's alignment).
-Result ring(const Buf& in, std::size_t size, std::size_t shift = 0, std::size_t window = 4096) {
+// *meetings (when given): the copier warp's meetings (lz4_ring_decode_host).
+Result ring(const Buf& in, std::size_t size, std::size_t shift = 0, std::size_t window = 4096,
+            std::uint64_t* meetings = nullptr) {
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
   if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size + shift + 1]);
   Result r;
-  r.status = logic::lz4_ring_decode_host(src.get(), in.size(), dst.get() + shift, size, window);
+  r.status = logic::lz4_ring_decode_host(src.get(), in.size(), dst.get() + shift, size, window, meetings);
   r.bytes.assign(dst.get() + shift, dst.get() + shift + size);
   return r;
 }
@@ -115,6 +119,120 @@ TEST(Lz4Ring, DamagedBlocksGetTheSerialStatus) {
       }
     }
   }
+}
+
+// liblz4's bytes for a block that must decode to exactly `size` bytes.
+Buf liblz4_decode(const Buf& in, std::size_t size) {
+  Buf ref(size);
+  const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(ref.data()),
+                                    static_cast<int>(in.size()), static_cast<int>(size));
+  EXPECT_EQ(n, static_cast<int>(size)) << "liblz4 rejected the crafted block";
+  return ref;
+}
+
+// Long matches reaching back (nearly) the whole ring: lone sequences whose far pieces are
+// staged through registers (lz4_ring_match_piece), next to offsets whose direct pieces were
+// always wide, short offsets (the period path) and lengths around a staged piece's 512 bytes,
+// the ring's size and megabytes, each ending 5 bytes before the output's end, at two output
+// alignments (the ring's slots follow it).
+TEST(Lz4Ring, CraftedLongMatchesAtFarOffsetsMatchLiblz4) {
+  const std::size_t offsets[] = {65535, 65534, 65536 - 17, 65536 - 511, 65536 - 512, 65536 - 513, 40000,
+                                 32769, 32768, 32767, 1000, 33, 32, 31, 7, 1};
+  const std::size_t lengths[] = {4, 5, 16, 17, 100, 511, 512, 513, 1025, 65535, 65536, 70001, 1 << 20};
+  for (const std::size_t off : offsets) {
+    for (const std::size_t mlen : lengths) {
+      // a match of fewer than 8 bytes must start 12 bytes before the end (liblz4's rule)
+      const std::size_t tail = mlen < 8 ? 12 : 5;
+      const Buf enc = lz4_far_match_block(off, mlen, off + 3, tail, static_cast<std::uint32_t>(off * 31 + mlen));
+      const std::size_t size = off + 3 + mlen + tail;
+      const Buf want = liblz4_decode(enc, size);
+      for (std::size_t shift : {0u, 5u}) {
+        const Result r = ring(enc, size, shift);
+        ASSERT_EQ(r.status, DecodeStatus::kOk) << "off " << off << " len " << mlen;
+        ASSERT_TRUE(r.bytes == want) << "off " << off << " len " << mlen << " shift " << shift;
+      }
+    }
+  }
+  // several megabytes, and a match that starts at output position 0's distance exactly
+  for (const std::size_t off : {65535u, 65534u, 65519u, 40000u, 32769u}) {
+    const std::size_t mlen = 3 * 1024 * 1024 + 7;
+    const Buf enc = lz4_far_match_block(off, mlen, off, 5, static_cast<std::uint32_t>(off));
+    const std::size_t size = off + mlen + 5;
+    const Result r = ring(enc, size, 3);
+    ASSERT_EQ(r.status, DecodeStatus::kOk) << "off " << off;
+    ASSERT_TRUE(r.bytes == liblz4_decode(enc, size)) << "off " << off;
+  }
+}
+
+// Every offset 1..65535 once, in a shuffled order, each with a random length (4..1500: wider
+// than the aliasing bound 64 Ki - off near the ring's size, so the far ones are staged in
+// several pieces) and 0..3 literals before it, in one block: lone and batched sequences,
+// staged and direct pieces, flushes in between.
+TEST(Lz4Ring, EveryOffsetMatchesLiblz4) {
+  std::mt19937 rng(17);
+  std::vector<std::size_t> offs(65535);
+  for (std::size_t i = 0; i < offs.size(); ++i) offs[i] = i + 1;
+  std::shuffle(offs.begin(), offs.end(), rng);
+  Lz4Crafter c;
+  c.sequence(65535, 65535, 4 + rng() % 1500);
+  for (const std::size_t off : offs) c.sequence(rng() % 4, off, 4 + rng() % 1500);
+  const std::size_t size = c.out + 5;
+  const Buf enc = c.finish();
+  const Buf want = liblz4_decode(enc, size);
+  for (std::size_t shift : {0u, 9u}) {
+    const Result r = ring(enc, size, shift, shift == 0 ? 4096 : 296);
+    ASSERT_EQ(r.status, DecodeStatus::kOk);
+    ASSERT_TRUE(r.bytes == want) << "shift " << shift;
+  }
+}
+
+// The pieces of a match: a staged piece is at most 32 x 16 bytes and never longer than the
+// offset; a direct piece never reaches its own source's ring slots (len <= 64 Ki - off).
+TEST(Lz4Ring, MatchPiecesKeepTheOverlapAndAliasingRules) {
+  for (std::uint32_t off = 1; off <= 65535; ++off) {
+    for (std::uint32_t left : {1u, 4u, 31u, 512u, 513u, 65536u - off, 65537u - off, 40000u, 1u << 20}) {
+      const logic::Lz4MatchPiece p = logic::lz4_ring_match_piece(off, left);
+      ASSERT_GE(p.len, 1u);
+      ASSERT_LE(p.len, left);
+      ASSERT_LE(p.len, logic::kLz4BatchBytes);
+      if (off < logic::kLz4RingLanes) {
+        ASSERT_FALSE(p.staged);
+        ASSERT_TRUE(p.len == left || p.len % off == 0) << off;
+      } else if (p.staged) {
+        ASSERT_LE(p.len, off);
+        ASSERT_LE(p.len, logic::kLz4StageBytes);
+        ASSERT_GT(left, 65536u - off);  // staged only where a direct piece would be narrower
+      } else {
+        ASSERT_LE(p.len, off);
+        ASSERT_LE(p.len, 65536u - off) << off << " " << left;
+      }
+    }
+  }
+}
+
+// The phase count that staging fixes: a 1 MiB match at offset 65535 took one warp phase per
+// byte (pieces of 64 Ki - off = 1 byte); staged it takes two phases per 512 bytes. Counted from
+// the piece rule and from the host run's warp meetings (which add the lead literals and the
+// flushes); no timing.
+TEST(Lz4Ring, FarMatchTakesAPhasePerStagedPieceNotPerByte) {
+  const std::uint64_t mib = 1 << 20;
+  const std::uint64_t pieces = mib / logic::kLz4StageBytes;  // 2048
+  EXPECT_EQ(logic::lz4_ring_match_phases(65535, mib), 2 * pieces);
+  EXPECT_EQ(logic::lz4_ring_match_phases(65534, mib), 2 * pieces);
+  // where 64 Ki - off is at least a staged piece, direct pieces stay: one phase each
+  EXPECT_EQ(logic::lz4_ring_match_phases(65024, mib), pieces);
+  EXPECT_EQ(logic::lz4_ring_match_phases(40000, mib), (mib + 25535) / 25536);
+  EXPECT_EQ(logic::lz4_ring_match_phases(1, mib), mib / logic::kLz4BatchBytes);
+
+  const Buf enc = lz4_far_match_block(65535, mib, 65535);
+  const std::size_t size = 65535 + mib + 5;
+  std::uint64_t meetings = 0;
+  const Result r = ring(enc, size, 0, 4096, &meetings);
+  ASSERT_EQ(r.status, DecodeStatus::kOk);
+  ASSERT_TRUE(r.bytes == liblz4_decode(enc, size));
+  EXPECT_GE(meetings, 2 * pieces);
+  // + 2 meetings per 32 KiB of lead literals, one per flush of 64 Ki, the last flush
+  EXPECT_LE(meetings, 2 * pieces + 64) << "one phase per byte would be " << mib;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "../codec/blosc_test_encoder.hpp"
 #include "../codec/codec_test_util.hpp"
+#include "../codec/lz4_craft.hpp"
 #include "codec/bytes_to_bytes/filter_params.hpp"
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
@@ -363,6 +364,56 @@ TEST(GpuBatch, Lz4RingLongRunsAndFarMatchesMatchTheCpu) {
     for (std::size_t i = 0; i < data.size(); ++i) {
       ASSERT_EQ(st[i], DecodeStatus::kOk) << "buffer " << i << ": " << logic::decode_status_name(st[i]);
       ASSERT_TRUE(b.output(i) == data[i]) << "buffer " << i << " skew " << skew;
+    }
+  }
+}
+
+// Crafted numcodecs lz4 buffers with matches of up to 3 MiB at offsets near 64 KiB (lone
+// sequences whose pieces are staged through the lanes' registers: load, __syncwarp, store;
+// codec/logic/lz4_ring.hpp, lz4_ring_match_piece), beside offsets whose direct pieces are wide,
+// and one block with every offset 1..65535; against liblz4, at odd input and output offsets.
+// Before staging, the 3 MiB match at offset 65535 took 3 Mi warp phases.
+TEST(GpuBatch, Lz4RingStagedFarMatchesMatchLiblz4) {
+  REQUIRE_GPU();
+  std::vector<Buf> blocks;
+  std::vector<std::size_t> sizes;
+  for (std::size_t off : {65535u, 65534u, 65519u, 65025u, 65024u, 40000u, 32769u, 1000u, 33u, 1u}) {
+    for (std::size_t mlen : {16u, 513u, 70001u, 3u * 1024 * 1024 + 7}) {
+      blocks.push_back(lz4_far_match_block(off, mlen, off + 3, 5, static_cast<std::uint32_t>(off + mlen)));
+      sizes.push_back(off + 3 + mlen + 5);
+    }
+  }
+  {
+    std::mt19937 rng(17);
+    std::vector<std::size_t> offs(65535);
+    for (std::size_t i = 0; i < offs.size(); ++i) offs[i] = i + 1;
+    std::shuffle(offs.begin(), offs.end(), rng);
+    Lz4Crafter c;
+    c.sequence(65535, 65535, 4 + rng() % 1500);
+    for (const std::size_t off : offs) c.sequence(rng() % 4, off, 4 + rng() % 1500);
+    sizes.push_back(c.out + 5);
+    blocks.push_back(c.finish());
+  }
+  std::vector<Buf> enc, want;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    Buf e(4);
+    put_le32(e.data(), static_cast<std::uint32_t>(sizes[i]));
+    e.insert(e.end(), blocks[i].begin(), blocks[i].end());
+    enc.push_back(std::move(e));
+    Buf ref(sizes[i]);
+    ASSERT_EQ(LZ4_decompress_safe(reinterpret_cast<const char*>(blocks[i].data()), reinterpret_cast<char*>(ref.data()),
+                                  static_cast<int>(blocks[i].size()), static_cast<int>(sizes[i])),
+              static_cast<int>(sizes[i]))
+        << "block " << i;
+    want.push_back(std::move(ref));
+  }
+  for (std::size_t skew : {std::size_t{0}, std::size_t{5}}) {
+    Batch b(enc, sizes, skew, skew);
+    b.decode(cuda::BatchCodec::kLz4);
+    const auto st = b.statuses();
+    for (std::size_t i = 0; i < enc.size(); ++i) {
+      ASSERT_EQ(st[i], DecodeStatus::kOk) << "buffer " << i << ": " << logic::decode_status_name(st[i]);
+      ASSERT_TRUE(b.output(i) == want[i]) << "buffer " << i << " skew " << skew;
     }
   }
 }

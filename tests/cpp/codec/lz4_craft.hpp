@@ -1,0 +1,56 @@
+// Hand-written LZ4 blocks for the decoder tests: sequences with exactly the offsets and match
+// lengths a test asks for (a compressor would pick its own), e.g. a match of megabytes at offset
+// 65535. The blocks follow the format's end rules (the last sequence is literals only, at least
+// 5 of them), so liblz4 decodes them and is the oracle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace cs_codec_test {
+
+struct Lz4Crafter {
+  std::vector<std::uint8_t> block;  // the LZ4 block so far
+  std::size_t out = 0;              // decoded bytes so far
+  std::mt19937 rng{1};
+
+  static void put_length(std::vector<std::uint8_t>& b, std::size_t extra) {
+    for (; extra >= 255; extra -= 255) b.push_back(255);
+    b.push_back(static_cast<std::uint8_t>(extra));
+  }
+
+  // One sequence: `lit` random literals, then (when mlen != 0) a match of mlen >= 4 bytes at
+  // offset off (1..65535, at most the output so far plus lit).
+  void sequence(std::size_t lit, std::size_t off, std::size_t mlen) {
+    const std::size_t ml = mlen == 0 ? 0 : mlen - 4;
+    block.push_back(static_cast<std::uint8_t>(((lit < 15 ? lit : 15) << 4) | (ml < 15 ? ml : 15)));
+    if (lit >= 15) put_length(block, lit - 15);
+    for (std::size_t i = 0; i < lit; ++i) block.push_back(static_cast<std::uint8_t>(rng()));
+    out += lit;
+    if (mlen == 0) return;
+    block.push_back(static_cast<std::uint8_t>(off & 255));
+    block.push_back(static_cast<std::uint8_t>(off >> 8));
+    if (ml >= 15) put_length(block, ml - 15);
+    out += mlen;
+  }
+
+  // The last sequence (literals only) closes the block.
+  std::vector<std::uint8_t> finish(std::size_t lit = 5) {
+    sequence(lit, 0, 0);
+    return block;
+  }
+};
+
+// A block of one sequence, `lead` random literals (lead >= off) and a match of mlen bytes at
+// offset off, closed by `tail` literals.
+inline std::vector<std::uint8_t> lz4_far_match_block(std::size_t off, std::size_t mlen, std::size_t lead,
+                                                     std::size_t tail = 5, std::uint32_t seed = 1) {
+  Lz4Crafter c;
+  c.rng.seed(seed);
+  c.sequence(lead, off, mlen);
+  return c.finish(tail);
+}
+
+}  // namespace cs_codec_test
