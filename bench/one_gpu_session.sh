@@ -12,6 +12,9 @@
 #   gpu-tests     every GPU suite (Gpu*, Zstd*, Lz4*, Blosc*, LoaderCuda*, HostDecode*,
 #                 DeviceRead*), then the Python codec and loader tests on the GPU
 #   memcheck      compute-sanitizer memcheck over MEMCHECK_FILTER
+#   zstd-fast-tests  the zstd GPU suites and LoaderCuda* with CUBESTREAM_ZSTD_SEQ_FAST=1, and
+#                 memcheck of ZstdBatch* with it
+#   pytest-loader tests/python/test_loader.py on the GPU
 #   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5), twice
 #                 alternated with CUBESTREAM_ZSTD_SEQ_FAST=1 (the fast sequence reader): A/B
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
@@ -74,6 +77,17 @@ step memcheck 300 '
   compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
     --gtest_filter="'"$MEMCHECK_FILTER"'" >$OUT/logs/memcheck.log 2>&1; rc=$?
   grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/memcheck.log | head; exit $rc'
+
+step zstd-fast-tests 240 '
+  CUBESTREAM_ZSTD_SEQ_FAST=1 $BUILD/tests/cubestream_tests --gtest_filter="Zstd*:LoaderCuda*" >$OUT/logs/zstd_fast_tests.log 2>&1; rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/zstd_fast_tests.log | head -20
+  CUBESTREAM_ZSTD_SEQ_FAST=1 compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
+    --gtest_filter="ZstdBatch*" >$OUT/logs/zstd_fast_memcheck.log 2>&1 || rc=$?
+  grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/zstd_fast_memcheck.log | head; exit $rc'
+
+step pytest-loader 180 '
+  CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python python3 -m pytest -q -rs tests/python/test_loader.py \
+    >$OUT/logs/pytest_loader.log 2>&1; rc=$?; tail -4 $OUT/logs/pytest_loader.log; exit $rc'
 
 step zstd 300 '
   for round in $(seq 1 '"${ZSTD_ROUNDS:-2}"'); do
