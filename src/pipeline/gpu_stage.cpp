@@ -394,12 +394,15 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
     }
   }
   StagingArena& arena = slots_.arena(f.slot);
-  if (room_for_decoded && host_share > 0) {
-    // Only once the host takes units (at share 0 the compressed batch is all that is staged),
-    // and only when the memory limit has room: otherwise settle() grows the arena as before.
+  if (room_for_decoded) {
+    // Room for every unit of the batch decoded, cache hits included: full batches have the
+    // same tasks, so a slot is sized once, at its first batch, whatever the share does later.
+    // Growing it mid-run would pin hundreds of MB at once: a cudaHostAlloc of that size took
+    // ~0.3 s on the H100 machine and held the training thread's step up for as long. Only
+    // where the memory limit has room: otherwise settle() grows the arena as needed.
     std::size_t room = 0;
-    for (std::size_t i : f.miss) {
-      const std::size_t ub = planner_.sources()[tasks[i].source].array.unit_bytes();
+    for (const UnitTask& t : tasks) {
+      const std::size_t ub = planner_.sources()[t.source].array.unit_bytes();
       room += (ub + StagingArena::kAlign - 1) / StagingArena::kAlign * StagingArena::kAlign;
     }
     if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);

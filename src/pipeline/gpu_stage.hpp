@@ -108,9 +108,9 @@ class GpuStage {
   FlightPtr open();
   // host_share: the fraction of the batch's GPU-decodable units that the fetch threads decode
   // themselves (HostDecodeShare::picks chooses which); they reach the GPU decoded.
-  // room_for_decoded: once host_share > 0, make the slot's arena hold the batch fully decoded
-  // before fetching, where the memory limit has room (an adaptive share rises batch by batch;
-  // growing the pinned arena a little each time would cost one pinned allocation per step).
+  // room_for_decoded: make the slot's arena hold every unit of the batch decoded before
+  // fetching, where the memory limit has room (an adaptive share moves batch by batch; growing
+  // the pinned arena as it rises would pin memory in the middle of training).
   void fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share, bool room_for_decoded,
              GpuStageStats& stats);
   void launch(Flight& f, GpuStageStats& stats);

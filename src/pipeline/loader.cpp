@@ -631,7 +631,10 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
   host_share_now = share;
   {
     pipeline::NvtxRange r("cubestream gpu fetch");
-    gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, share, host_share->adaptive(), gs);
+    // Staging sized for decoded units wherever the host may decode some (an adaptive share
+    // may rise at any batch): see GpuStage::fetch.
+    gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, share,
+               host_share->adaptive() || share > 0, gs);
   }
   const std::int64_t t2 = pipeline::now_ns();
   last_fetch_start = t1;

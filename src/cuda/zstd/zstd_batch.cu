@@ -387,13 +387,15 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     zstd_plan_kernel<<<static_cast<unsigned>((num_buffers + kPlanThreads - 1) / kPlanThreads), kPlanThreads, 0,
                        stream>>>(d_src, d_src_sizes, num_buffers, counters, plans, steps, step_cap, arena_cap);
     zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena);
-    // CUBESTREAM_ZSTD_SEQ_FAST=1: sequence streams through the fast bit reader (split.hpp,
-    // entropy_sequences; host-tested, not yet measured on a GPU, so off by default).
-    const char* seq_fast = std::getenv("CUBESTREAM_ZSTD_SEQ_FAST");
+    // Sequence streams go through the fast bit reader (split.hpp, entropy_sequences): on the
+    // H100 it gave levels 3 and 5 8-15% (docs/gpu_zstd.md, v3.3). CUBESTREAM_ZSTD_SEQ_FAST=0
+    // keeps the general reader (same records and statuses; for A/B runs).
+    const char* seq_fast_env = std::getenv("CUBESTREAM_ZSTD_SEQ_FAST");
+    const bool seq_fast = !(seq_fast_env && seq_fast_env[0] == '0');
     const bool shared_tables = optin_shared_memory_per_block() >= kSeqSmem;
     const std::size_t seq_smem = shared_tables ? kSeqSmem : 0;
     zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
-        d_src, counters, steps, arena, seq_fast && seq_fast[0] == '1', shared_tables);
+        d_src, counters, steps, arena, seq_fast, shared_tables);
     zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                           stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
                                     verify_checksum);
