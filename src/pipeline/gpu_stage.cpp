@@ -187,11 +187,19 @@ GpuStage::~GpuStage() {
     for (void* e : {g->copied, g->units_copied, g->decoded, g->assembled}) cuda::destroy_event(e, device_);
     pinned_free(g->hmeta);
     budget_.release(g->hmeta_cap);
-    cuda::free_device(g->dstage, device_);
-    cuda::free_device(g->dmeta, device_);
+    // Pool memory (grow_device), returned to the pool on a stream that is idle by now.
+    cuda::free_device_async(g->dstage, assemble_stream_, device_);
+    cuda::free_device_async(g->dmeta, assemble_stream_, device_);
   }
-  cuda::free_device(scratch_, device_);
-  for (void* s : {copy_stream_, decode_stream_, assemble_stream_}) cuda::destroy_stream(s, device_);
+  cuda::free_device_async(scratch_, assemble_stream_, device_);
+  for (void* s : {copy_stream_, decode_stream_, assemble_stream_}) {
+    try {
+      cuda::stream_synchronize(s, device_);  // the frees just queued
+    } catch (...) {
+    }
+    cuda::destroy_stream(s, device_);
+  }
+  cuda::trim_device_pool(device_);
 }
 
 std::shared_ptr<GpuStage::DeviceUnit> GpuStage::cache_find(const std::string& key) {
