@@ -121,6 +121,12 @@ class Array {
   // The same into `out`, whose byte buffer's capacity is reused (a loader thread fetching
   // unit after unit then allocates, and faults in, no fresh buffer per unit).
   void fetch_unit(const std::vector<std::int64_t>& unit, EncodedUnit& out) const;
+  // Tells the store that fetch_unit(unit) will come soon (Store::will_need), so that its bytes
+  // can be on their way meanwhile. Does no I/O of its own: an unsharded array hints the
+  // chunk's whole value; a sharded one hints the inner chunk's byte range only when the
+  // shard's index is already in the array's cache (otherwise nothing: reading the index
+  // would be I/O on the caller's thread). Returns whether a hint was given. Never throws.
+  bool will_need_unit(const std::vector<std::int64_t>& unit) const noexcept;
   // Decodes a fetched unit into `out` (unit_bytes() bytes, native byte order, C order).
   // Errors carry the store, key and the byte offset inside the key's value.
   void decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const;

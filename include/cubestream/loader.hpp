@@ -125,6 +125,12 @@ struct LoaderConfig {
   // Device memory for decoded units kept between batches (GPU decode only).
   // 0: CUBESTREAM_GPU_CACHE, else 2 GiB.
   std::uint64_t gpu_cache_bytes = 0;
+  // Readahead: when a batch's fetch starts, the stores are told (Store::will_need) which
+  // decode units the next `readahead_batches` batches will fetch and no cache holds, from a
+  // thread of the loader's own. The local file store then has the kernel read them into the
+  // page cache while this batch's fetch runs, so the disk's queue does not drain at the tail
+  // of each batch (its slowest reads) and between batches. 0: no hints (>= 0).
+  int readahead_batches = 1;
 };
 
 // A batch tensor's storage. Host memory (pinned when the loader feeds a GPU) or device memory.
@@ -185,6 +191,8 @@ struct LoaderStats {
   std::uint64_t units_gpu_fallback = 0;  // units the GPU left to the host decoder
   std::uint64_t units_host_decoded = 0;  // GPU-decodable units the fetch threads decoded
   double host_decode_share = 0;          // the share used for the last batch (1 on the CPU path)
+  std::uint64_t units_hinted = 0;        // units whose reads were hinted ahead to their store
+                                         // (LoaderConfig::readahead_batches)
   // GPU path: pinned staging buffers allocated or freed (arenas growing, meta buffers), and
   // the time those calls took. Pinning hundreds of MB takes a while and contends with other
   // threads' CUDA calls, so a loader that keeps doing it slows training: after the first

@@ -58,6 +58,17 @@ class Store {
 
   bool exists(std::string_view key) const { return size(key).has_value(); }
 
+  // A hint that `range` of `key` (ByteRange::all() for the whole value) will be read soon, so
+  // that a store can start bringing it closer (the local file store asks the kernel to read
+  // it into the page cache) while the caller does other work. The contract:
+  //   - it is only a hint: it never throws and reports nothing (a missing key, a bad key, a
+  //     range past the end: nothing happens), and it changes no value that get() returns;
+  //   - a store may ignore it (the default does);
+  //   - it does not wait for the data to arrive: it returns once the read is asked for. It
+  //     may still take a little time to ask (a system call that queues the reads), so callers
+  //     on a latency-critical path give hints from a thread of their own.
+  virtual void will_need(std::string_view key, ByteRange range) const noexcept {}
+
   // Names directly below `prefix` ("" for the root): keys and "directories", sorted, without
   // the prefix. Used to discover arrays and groups when no consolidated metadata exists.
   virtual std::vector<std::string> list_dir(std::string_view prefix) const = 0;

@@ -33,6 +33,12 @@ With ``decode="auto"`` the fetch threads also decode a share of the GPU's chunks
 when they have time to spare (``host_decode_share``: ``None`` adapts it batch by batch so that
 host cores that would idle take decode work off a GPU that is also training; a number in
 [0, 1] fixes it; those chunks cross PCIe decoded). ``stats()`` reports the share in use.
+
+While a batch is fetched, the loader tells the store which chunks the next
+``readahead_batches`` batches (default 1; 0 turns it off) will read and no cache holds; a
+local store has the kernel read them into the page cache meanwhile, so a cold disk's queue
+stays full between batches. ``stats()["units_hinted"]`` counts them. The batches are the same
+either way.
 """
 import json as _json
 import os as _os
@@ -101,7 +107,7 @@ class Loader:
                  dtype="float32", device="cpu", batch_size=1, shuffle="none", buffer_size=16, seed=0,
                  drop_last=False, rank=0, world_size=1, dims=None, chunks=None, threads=0, prefetch=2,
                  memory_limit=0, trace=False, output=None, time_dim="time", decode="auto", gpu_cache_bytes=0,
-                 host_decode_share=None):
+                 host_decode_share=None, readahead_batches=1):
         kind, index = _device(device)
         if isinstance(variables, str):
             variables = [variables]
@@ -123,6 +129,7 @@ class Loader:
             "memory_limit": int(memory_limit), "trace": bool(trace), "decode": decode,
             "gpu_cache_bytes": int(gpu_cache_bytes),
             "host_decode_share": -1.0 if host_decode_share is None else float(host_decode_share),
+            "readahead_batches": int(readahead_batches),
         }
         if chunks:
             cfg["chunks"] = dict(chunks)

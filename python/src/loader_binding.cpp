@@ -139,6 +139,7 @@ LoaderConfig config_from_json(const nlohmann::json& j) {
   else throw Error(ErrorCode::kInvalidArgument, "decode must be \"auto\", \"cpu\" or \"gpu\", not \"" + decode + "\"");
   c.gpu_cache_bytes = j.value("gpu_cache_bytes", std::uint64_t{0});
   c.host_decode_share = j.value("host_decode_share", -1.0);
+  c.readahead_batches = j.value("readahead_batches", 1);
   return c;
 }
 

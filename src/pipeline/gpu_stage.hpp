@@ -121,6 +121,9 @@ class GpuStage {
   void finish(Flight& f, void* d_inputs, void* d_targets, void* buffer_free, void* ready, GpuStageStats& stats);
 
   const std::vector<SourceRoute>& routes() const { return routes_; }
+  // Whether the device unit cache holds `key`, without counting as a use. Like every call
+  // above, from the thread that drives the stage (the loader's producer).
+  bool cached(const std::string& key) const { return index_.count(key) != 0; }
 
  private:
   struct DeviceUnit;

@@ -22,6 +22,7 @@
 #include "pipeline/gpu_stage.hpp"
 #include "pipeline/host_decode_share.hpp"
 #include "pipeline/memory_budget.hpp"
+#include "pipeline/readahead.hpp"
 #include "pipeline/trace.hpp"
 #include "pipeline/unit_cache.hpp"
 
@@ -144,6 +145,9 @@ struct Loader::Impl {
   Selection selection;
   pipeline::BatchPlanner planner;
   pipeline::TraceRecorder trace;
+  // Hints the next batches' units to the stores while a batch is fetched (readahead.hpp).
+  // Declared after the planner and the trace it uses, so destroyed before them.
+  std::unique_ptr<pipeline::Readahead> readahead;
   int threads = 1;
   std::size_t in_bytes = 0, tgt_bytes = 0, tgt_offset = 0, batch_bytes = 0;
   std::uint64_t task_reserve = 0;
@@ -199,6 +203,9 @@ Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<D
       planner(selection, sampler),
       trace(cfg.trace) {
   if (cfg.prefetch < 1) refuse("prefetch must be at least 1, not " + std::to_string(cfg.prefetch));
+  if (cfg.readahead_batches < 0) {
+    refuse("readahead_batches must be at least 0 (0: no readahead), not " + std::to_string(cfg.readahead_batches));
+  }
   if (cfg.device == DeviceKind::kCuda) {
     const int n = cuda::device_count();
     if (cfg.device_index < 0 || cfg.device_index >= n) {
@@ -242,6 +249,7 @@ Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<D
     if (cfg.decode == DecodeBackend::kGpu) refuse("decode on the GPU needs device cuda");
     host_pool = pipeline::BufferPool::create(pipeline::MemoryKind::kHost, batch_bytes, 0, 1);
   }
+  readahead = std::make_unique<pipeline::Readahead>(sampler, planner, cfg.readahead_batches, trace);
   start_producer(0, 0);
 }
 
@@ -313,6 +321,7 @@ void Loader::Impl::start_producer(std::int64_t epoch, std::int64_t batch) {
   cur_epoch = epoch;
   cur_batch = batch;
   last_fetch_start = 0;   // the producer's clock restarts with it
+  readahead->reset();     // the sampler may have been restored (another seed, another path)
   producer = std::thread([this, epoch, batch] { produce(epoch, batch); });
 }
 
@@ -382,7 +391,7 @@ void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
       [this](Pending&& p) { publish(std::move(p.entry)); }});
   try {
     for (;;) {
-      const EpochPlan plan = sampler.epoch(epoch);
+      const EpochPlan plan = readahead->epoch(epoch);
       for (; batch < plan.len(); ++batch) {
         if (!take_prefetch_slot(flights)) return;
         if (gpu) {
@@ -510,9 +519,12 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
   Batch b;
   b.epoch = plan.epoch();
   b.index = index;
-  b.samples = plan.batch(index);
+  pipeline::Readahead::Planned planned = readahead->take(plan, index);
+  b.samples = std::move(planned.samples);
   const auto n = static_cast<std::int64_t>(b.samples.size());
-  const pipeline::BatchPlan bp = planner.plan(b.samples);
+  const pipeline::BatchPlan bp = std::move(planned.plan);
+  // The next batches' reads start now, beside this batch's (see readahead.hpp).
+  readahead->fetch_starts(plan, index, bp, [this](const std::string& key) { return cache->contains(key); });
   const std::int64_t tb1 = pipeline::now_ns();
   if (trace.enabled()) {
     trace.record("plan", tb0, tb1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
@@ -618,9 +630,13 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
   Batch& b = p.entry.batch;
   b.epoch = plan.epoch();
   b.index = index;
-  b.samples = plan.batch(index);
+  pipeline::Readahead::Planned planned = readahead->take(plan, index);
+  b.samples = std::move(planned.samples);
   p.entry.epoch = plan.epoch();
-  pipeline::BatchPlan bp = planner.plan(b.samples);
+  pipeline::BatchPlan bp = std::move(planned.plan);
+  // The next batches' reads start now, beside this batch's (see readahead.hpp); units in the
+  // device cache (batches launched before this one included) need no reads.
+  readahead->fetch_starts(plan, index, bp, [this](const std::string& key) { return gpu->cached(key); });
   const std::int64_t t1 = pipeline::now_ns();
   if (trace.enabled()) {
     trace.record("plan", p.tb0, t1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
@@ -827,6 +843,7 @@ LoaderStats Loader::stats() const {
   s.staging_pinned_calls = m.st_pinned_calls;
   s.staging_pinned_s = static_cast<double>(m.ns_pinned.load()) / 1e9;
   s.decode_path = m.decode_path;
+  s.units_hinted = m.readahead->hinted();
   return s;
 }
 
@@ -837,6 +854,7 @@ void Loader::reset_stats() {
     *c = 0;
   for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait, &m.ns_pinned}) *c = 0;
   m.stats_origin = pipeline::now_ns();
+  m.readahead->reset_count();
   m.budget->reset_peak();
   m.trace.clear();
 }

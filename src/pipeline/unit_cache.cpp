@@ -10,6 +10,11 @@ std::shared_ptr<const DecodedUnit> UnitCache::find(const std::string& key) {
   return it->second->second;
 }
 
+bool UnitCache::contains(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index_.count(key) != 0;
+}
+
 void UnitCache::insert(const std::string& key, std::shared_ptr<const DecodedUnit> unit) {
   if (!unit || unit->size() > capacity_) return;
   std::lock_guard<std::mutex> lock(mu_);

@@ -39,6 +39,9 @@ class UnitCache {
   explicit UnitCache(std::uint64_t capacity) : capacity_(capacity) {}
 
   std::shared_ptr<const DecodedUnit> find(const std::string& key);
+  // Whether `key` is cached, without counting as a use (readahead asks this of units that
+  // are not needed yet, and must not keep them from being evicted).
+  bool contains(const std::string& key) const;
   // Keeps `unit` (if the capacity allows any) and evicts down to the capacity.
   void insert(const std::string& key, std::shared_ptr<const DecodedUnit> unit);
   // Evicts least recently used entries until at least `bytes` were dropped from the cache

@@ -88,6 +88,39 @@ void Array::fetch_unit(const std::vector<std::int64_t>& unit, EncodedUnit& out) 
   out.bytes_fetched += out.bytes.size();
 }
 
+bool Array::will_need_unit(const std::vector<std::int64_t>& unit) const noexcept {
+  try {
+    const Impl& a = *impl_;
+    const auto& us = unit_shape();
+    const std::size_t rank = a.meta.shape.size();
+    if (unit.size() != rank || us.size() != rank) return false;
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (unit[d] < 0 || unit[d] * us[d] >= a.meta.shape[d]) return false;
+    }
+    if (!a.sharding) {
+      // The unit is a chunk: its whole value is what fetch_unit reads.
+      a.store->will_need(a.key_of(unit), ByteRange::all());
+      return true;
+    }
+    // An inner chunk: its shard, and its place in the shard's inner grid (C order).
+    std::vector<std::int64_t> shard(rank);
+    std::size_t flat = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      const std::int64_t per_shard = a.meta.chunk_shape[d] / us[d];
+      shard[d] = unit[d] / per_shard;
+      flat = flat * static_cast<std::size_t>(per_shard) + static_cast<std::size_t>(unit[d] % per_shard);
+    }
+    const std::string key = a.key_of(shard);
+    const auto index = a.shard_indexes.peek(key);
+    if (!index || flat >= index->size() || (*index)[flat].empty()) return false;
+    const codec::ShardIndexEntry& e = (*index)[flat];
+    a.store->will_need(key, ByteRange{static_cast<std::int64_t>(e.offset), static_cast<std::int64_t>(e.nbytes)});
+    return true;
+  } catch (...) {
+    return false;  // a hint never fails (allocation failures included)
+  }
+}
+
 void Array::decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const {
   const Impl& a = *impl_;
   const std::size_t n = unit_bytes();

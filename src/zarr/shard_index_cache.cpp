@@ -14,6 +14,12 @@ std::shared_ptr<const codec::ShardIndex> ShardIndexCache::find(const std::string
   return it->second->index;
 }
 
+std::shared_ptr<const codec::ShardIndex> ShardIndexCache::peek(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : it->second->index;
+}
+
 void ShardIndexCache::insert(const std::string& key, std::uint64_t shard_size,
                              std::shared_ptr<const codec::ShardIndex> index) {
   const std::size_t size = footprint(*index);

@@ -26,6 +26,10 @@ class ShardIndexCache {
   // The cached index of `key` if it was stored for a shard of `shard_size` bytes.
   std::shared_ptr<const codec::ShardIndex> find(const std::string& key, std::uint64_t shard_size);
   void insert(const std::string& key, std::uint64_t shard_size, std::shared_ptr<const codec::ShardIndex> index);
+  // The cached index of `key` whatever shard size it was stored for, without refreshing its
+  // place in the LRU order: for readahead hints, which must not stat the shard (I/O) and may
+  // be wrong (a hint for a stale range costs a wasted read, never a wrong value).
+  std::shared_ptr<const codec::ShardIndex> peek(const std::string& key);
 
  private:
   struct Entry {

@@ -12,6 +12,7 @@ and the torch wrapper.
 import json
 import os
 import random
+import time
 
 import numpy as np
 import pytest
@@ -255,6 +256,37 @@ def test_every_sample_once_and_time_stamps(stores):
         assert list(times) == list(expect)
         orders.append(anchors)
     assert orders[0] != orders[1]  # a new permutation each epoch
+
+
+def test_readahead_off_and_on_give_the_same_batches(stores):
+    """readahead_batches only hints the store about the next batches' chunks: same batches."""
+    def epochs(**kw):
+        loader = cubestream.Loader(stores["main"], ["t2m", "temperature", "z"], select={"level": [500, 850]},
+                                   window={"inputs": [0], "targets": [1]}, batch_size=3, shuffle="sample",
+                                   seed=4, threads=2, output="numpy", **kw)
+        out = []
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            for b in loader:
+                out.append((list(b["anchor"]), b["inputs"].copy(), b["targets"].copy()))
+        return loader, out
+
+    off, want = epochs(readahead_batches=0)
+    assert off.stats()["units_hinted"] == 0
+    on, got = epochs()  # the default: one batch ahead
+    assert len(got) == len(want) > 2
+    for (a, i, t), (wa, wi, wt) in zip(got, want):
+        assert a == wa
+        np.testing.assert_array_equal(i, wi)
+        np.testing.assert_array_equal(t, wt)
+    # Hints are counted by the loader's hint thread, a moment after they were queued.
+    for _ in range(500):
+        if on.stats()["units_hinted"] > 0:
+            break
+        time.sleep(0.01)
+    assert on.stats()["units_hinted"] > 0
+    with pytest.raises(ValueError):
+        cubestream.Loader(stores["main"], ["t2m"], readahead_batches=-1)
 
 
 def test_resume_and_ranks(stores):

@@ -17,9 +17,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "cubestream/error.hpp"
 #include "cubestream/store.hpp"
+#include "store/file/device_tuning.hpp"
 #include "store/range_math.hpp"
 
 namespace cubestream {
@@ -140,6 +142,59 @@ class FileStore final : public store_detail::LocalFileStore {
     return static_cast<std::uint64_t>(st.st_size);
   }
 
+  // POSIX_FADV_WILLNEED asks the kernel to start reading the range into the page cache and
+  // returns without waiting for it (it can wait a little to queue the reads when the device's
+  // request queue is full: give hints from a thread that may wait). A later buffered read of
+  // those pages is then served from memory, or waits only for the read already in flight.
+  // Two things bound it:
+  //   - Linux reads at most max(the device's max_sectors_kb, the file's readahead window) per
+  //     call (force_page_cache_ra in mm/readahead.c clamps the count), so one call for a
+  //     whole 2 MB chunk would read only its first 128 KiB on many disks. The range is hinted
+  //     in pieces of max_sectors_kb (the largest request the block layer sends; 128 KiB where
+  //     sysfs does not say), each of which the kernel reads whole.
+  //   - When reads bypass the page cache (CUBESTREAM_IO_DIRECT=1, and auto, whose cold reads
+  //     use O_DIRECT), pages read ahead would never be used, or in auto mode, while still in
+  //     flight, would make the read go O_DIRECT and fetch the bytes a second time: no hints
+  //     then, unless the file system refused O_DIRECT and every read is buffered.
+  // Errors of any kind (no such key, a key escaping the root, a failing disk) end the hint
+  // quietly: the read that follows reports them.
+  void will_need(std::string_view key, ByteRange range) const noexcept override {
+    if (settings_.direct != store_detail::DirectMode::kOff && !direct_refused_.load(std::memory_order_relaxed)) return;
+    try {
+      validate_key(key, describe());
+    } catch (...) {
+      return;
+    }
+    std::string path;
+    try {
+      path = full_path(key);
+    } catch (...) {
+      return;
+    }
+    // O_NONBLOCK: a key that is a FIFO must not block the hint in open(); it changes nothing
+    // for regular files.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      const auto size = static_cast<std::uint64_t>(st.st_size);
+      std::uint64_t begin = 0, end = size;
+      if (range.offset < 0) {
+        const auto n = static_cast<std::uint64_t>(-range.offset);
+        begin = n < size ? size - n : 0;
+      } else {
+        begin = std::min(static_cast<std::uint64_t>(range.offset), size);
+        if (range.length >= 0) end = std::min(size, begin + static_cast<std::uint64_t>(range.length));
+      }
+      const std::uint64_t piece = hint_piece_bytes();
+      for (std::uint64_t at = begin; at < end; at += piece) {
+        const std::uint64_t len = std::min(piece, end - at);
+        if (::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(len), POSIX_FADV_WILLNEED) != 0) break;
+      }
+    }
+    ::close(fd);
+  }
+
   std::vector<std::string> list_dir(std::string_view prefix) const override {
     std::string path = root_;
     if (!prefix.empty()) {
@@ -255,6 +310,20 @@ class FileStore final : public store_detail::LocalFileStore {
   std::string full_path(std::string_view key) const { return root_ + "/" + std::string(key); }
 
 
+  // The piece will_need hints per posix_fadvise call: the store's device's max_sectors_kb
+  // (asked once, on the first hint), else 128 KiB (the kernel's default readahead window).
+  std::uint64_t hint_piece_bytes() const noexcept {
+    std::call_once(hint_piece_once_, [this] {
+      std::uint64_t kb = 0;
+      try {
+        kb = store_detail::block_device_facts_for_path(root_).max_sectors_kb;
+      } catch (...) {
+      }
+      hint_piece_ = (kb >= 4 ? kb : 128) << 10;
+    });
+    return hint_piece_;
+  }
+
   void read_ops(store_detail::OpenFile& f, std::span<const store_detail::ReadOp> ops) const {
     bool direct = std::any_of(ops.begin(), ops.end(),
                               [](const auto& op) { return op.direct != store_detail::ReadOp::Direct::kNo; });
@@ -284,6 +353,8 @@ class FileStore final : public store_detail::LocalFileStore {
   std::shared_ptr<store_detail::ReadEngine> engine_;
   std::string io_line_;
   mutable std::atomic<bool> direct_refused_{false};
+  mutable std::once_flag hint_piece_once_;
+  mutable std::uint64_t hint_piece_ = 0;
 };
 
 // Writes into the temporary file; commit() renames it over the final name.

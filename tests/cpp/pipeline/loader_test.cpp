@@ -15,7 +15,9 @@
 
 #include "cubestream/error.hpp"
 #include "cubestream/loader.hpp"
+#include "pipeline/batch_plan.hpp"
 #include "sample/selection_test_stores.hpp"
+#include "store/hint_recording_store.hpp"
 #include "test_util_fixtures.hpp"
 
 namespace cubestream {
@@ -413,6 +415,114 @@ TEST(Loader, TraceRecordsEveryStage) {
   }
   const auto st = l.stats().to_json();
   EXPECT_GT(st["busy_s"]["decode"].get<double>(), 0.0);
+}
+
+// ---- readahead hints ----------------------------------------------------------------------
+
+// The three years, each behind a store that records the hints it gets; reads take a little
+// while, so that the producer never outruns the hint thread (which drops hints it fell behind
+// on: they would be for batches already being read).
+std::vector<std::shared_ptr<test_stores::HintRecordingStore>> recording_years() {
+  const std::vector<std::pair<int, std::vector<std::int64_t>>> years = {{0, hours(0, 4)}, {1, hours(24, 3)}, {2, hours(42, 5)}};
+  std::vector<std::shared_ptr<test_stores::HintRecordingStore>> out;
+  for (const auto& [seed, h] : years) {
+    out.push_back(std::make_shared<test_stores::HintRecordingStore>(year_store(seed, {h}), std::chrono::microseconds(300)));
+  }
+  return out;
+}
+
+std::vector<Dataset> open_all(const std::vector<std::shared_ptr<test_stores::HintRecordingStore>>& stores) {
+  std::vector<Dataset> ds;
+  for (const auto& s : stores) ds.push_back(Dataset::open(s));
+  return ds;
+}
+
+// Polls: the hint thread counts what it handed to the stores a moment after it was queued.
+std::uint64_t units_hinted_eventually(const Loader& l) {
+  for (int i = 0; i < 500 && l.stats().units_hinted == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return l.stats().units_hinted;
+}
+
+TEST(Loader, ReadaheadOnAndOffGiveTheSameBatches) {
+  std::vector<std::vector<std::uint8_t>> want;
+  for (const int ahead : {0, 1, 3}) {
+    LoaderConfig cfg = forecast_config();
+    cfg.readahead_batches = ahead;
+    cfg.prefetch = 2;
+    Loader l(ConcatenatedTime(three_years()), cfg);
+    std::vector<std::vector<std::uint8_t>> got;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      while (auto b = l.next()) {
+        const auto* in = static_cast<const std::uint8_t*>(b->inputs.data);
+        const auto* tg = static_cast<const std::uint8_t*>(b->targets->data);
+        std::vector<std::uint8_t> bytes(in, in + b->inputs.num_bytes());
+        bytes.insert(bytes.end(), tg, tg + b->targets->num_bytes());
+        for (const auto& smp : b->samples) bytes.push_back(static_cast<std::uint8_t>(smp.anchor));
+        got.push_back(std::move(bytes));
+      }
+    }
+    if (ahead == 0) {
+      want = got;
+      EXPECT_EQ(l.stats().units_hinted, 0u);
+      EXPECT_EQ(l.stats().to_json()["units_hinted"].get<std::uint64_t>(), 0u);
+    } else {
+      EXPECT_EQ(got, want) << "readahead_batches " << ahead;
+      EXPECT_GT(units_hinted_eventually(l), 0u) << "readahead_batches " << ahead;
+      EXPECT_GT(l.stats().to_json()["units_hinted"].get<std::uint64_t>(), 0u);
+    }
+  }
+  LoaderConfig bad = forecast_config();
+  bad.readahead_batches = -1;
+  EXPECT_THROW(Loader(ConcatenatedTime(three_years()), bad), Error);
+}
+
+TEST(Loader, ReadaheadHintsExactlyTheUnitsNoEarlierBatchFetches) {
+  for (const int ahead : {1, 2}) {
+    auto stores = recording_years();
+    LoaderConfig cfg = forecast_config();
+    cfg.readahead_batches = ahead;
+    cfg.prefetch = 1;
+    cfg.threads = 2;
+    cfg.memory_limit = std::uint64_t{64} << 20;  // the cache holds every unit: nothing is read twice
+    std::vector<std::vector<std::string>> batch_keys;  // per batch of epoch 0: the units' store keys
+    {
+      Loader l(ConcatenatedTime(open_all(stores)), cfg);
+      pipeline::BatchPlanner planner(l.selection(), l.sampler());
+      while (auto b = l.next()) {
+        std::vector<std::string> keys;
+        for (const auto& t : planner.plan(b->samples).tasks) {
+          const Array& a = planner.sources()[t.source].array;
+          keys.push_back(a.store().describe() + "|" + a.chunk_key(t.unit));
+        }
+        batch_keys.push_back(std::move(keys));
+      }
+      ASSERT_GE(batch_keys.size(), 3u);
+      EXPECT_GT(units_hinted_eventually(l), 0u);
+      // Destroying the loader gives the hints still queued (epoch 1 needs none: all cached).
+    }
+    // Batch b's fetch hints batch b + ahead: its units that neither the cache (batches before
+    // b) nor batches b .. b + ahead - 1 hold. Over the epoch: every unit that batch 0 does not
+    // fetch, exactly once.
+    std::vector<std::string> want;
+    std::set<std::string> fetched(batch_keys[0].begin(), batch_keys[0].end());
+    for (std::size_t b = 1; b < batch_keys.size(); ++b) {
+      for (const auto& k : batch_keys[b]) {
+        if (fetched.insert(k).second) want.push_back(k);
+      }
+    }
+    std::vector<std::string> got;
+    for (const auto& s : stores) {
+      for (const auto& h : s->hints()) {
+        got.push_back(s->describe() + "|" + h.key);
+        EXPECT_EQ(h.range.offset, 0);
+        EXPECT_EQ(h.range.length, -1);
+      }
+    }
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(got, want) << "readahead_batches " << ahead;
+  }
 }
 
 }  // namespace

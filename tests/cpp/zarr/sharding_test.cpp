@@ -12,6 +12,8 @@
 #include "cubestream/array.hpp"
 #include "cubestream/error.hpp"
 #include "cubestream/store.hpp"
+#include "sample/selection_test_stores.hpp"
+#include "store/hint_recording_store.hpp"
 
 namespace cubestream {
 namespace {
@@ -404,6 +406,59 @@ TEST(ShardingErrors, AStoreReturningAShortRangeIsAnErrorNotAnOverRead) {
     EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
     EXPECT_EQ(e.context().key, "a/c/0/0");
   }
+}
+
+}  // namespace
+}  // namespace cubestream
+
+namespace cubestream {
+namespace {
+
+// Array::will_need_unit: a hint of exactly the bytes fetch_unit reads, given without any I/O
+// of its own; for a sharded array only once the shard's index is cached.
+TEST(ArrayStoreHints, ShardedUnitsAreHintedOnlyOnceTheirShardIndexIsKnown) {
+  ShardedFixture f;  // 10 x 13, shards 4 x 6, inner chunks 2 x 3: 2 x 2 inner chunks a shard
+  f.inner_empty = [](std::int64_t gy, std::int64_t gx) { return gy == 1 && gx == 0; };
+  auto store = std::make_shared<test_stores::HintRecordingStore>(f.build());
+  Array a = Array::open(store, "a");
+  const std::size_t reads = store->reads().size();
+  EXPECT_FALSE(a.will_need_unit({1, 1}));  // the index of shard (0, 0) is not known yet
+  EXPECT_TRUE(store->hints().empty());
+  EXPECT_EQ(store->reads().size(), reads);  // and the hint did not read it
+  a.fetch_unit({0, 0});                     // reads and caches that index
+  ASSERT_TRUE(a.will_need_unit({1, 1}));
+  const auto enc = a.fetch_unit({1, 1});
+  auto hints = store->hints();
+  ASSERT_EQ(hints.size(), 1u);
+  EXPECT_EQ(hints[0].key, "a/c/0/0");
+  EXPECT_EQ(hints[0].range.offset, static_cast<std::int64_t>(enc.offset));
+  EXPECT_EQ(hints[0].range.length, static_cast<std::int64_t>(enc.bytes.size()));
+  EXPECT_FALSE(a.will_need_unit({1, 0}));  // empty inner chunk: nothing to read
+  EXPECT_FALSE(a.will_need_unit({2, 0}));  // shard (1, 0): index not cached
+  EXPECT_FALSE(a.will_need_unit({5, 0}));  // outside the unit grid
+  EXPECT_FALSE(a.will_need_unit({-1, 0}));
+  EXPECT_FALSE(a.will_need_unit({0}));     // wrong rank
+  EXPECT_EQ(store->hints().size(), 1u);
+  std::vector<float> out(10 * 13);
+  a.read(Region{{0, 0}, {10, 13}}, out.data(), out.size() * 4, ReadOptions{1});
+  std::vector<float> want = f.values;
+  for (int y = 2; y < 4; ++y)
+    for (int x = 0; x < 3; ++x) want[static_cast<std::size_t>(y * 13 + x)] = f.fill;  // the empty inner chunk
+  EXPECT_EQ(out, want);  // hints change nothing that is read
+}
+
+TEST(ArrayStoreHints, UnshardedUnitsHintTheWholeChunk) {
+  auto store = std::make_shared<test_stores::HintRecordingStore>(test_stores::year_store(0, {test_stores::hours(0, 4)}));
+  Array t2m = Array::open(store, "t2m");  // (4, 5, 6) in chunks of (2, 3, 4)
+  const std::size_t reads = store->reads().size();
+  ASSERT_TRUE(t2m.will_need_unit({1, 1, 0}));
+  EXPECT_FALSE(t2m.will_need_unit({2, 0, 0}));
+  EXPECT_EQ(store->reads().size(), reads);
+  const auto hints = store->hints();
+  ASSERT_EQ(hints.size(), 1u);
+  EXPECT_EQ(hints[0].key, "t2m/1.1.0");
+  EXPECT_EQ(hints[0].range.offset, 0);
+  EXPECT_EQ(hints[0].range.length, -1);
 }
 
 }  // namespace
