@@ -15,6 +15,9 @@ it needs root) and reads the store's bytes off the disk once. Sides, alternated 
   cubestream-gpu   one loader-only epoch of cubestream.Loader(device="cuda", decode="auto"): batches
                    of 16 whole-field samples (six variables at t and t+1), as examples/train_unet.py
   cubestream-cpu   the same with decode="cpu"
+  cubestream-{gpu,cpu}-noreadahead  the same without the loader's readahead hints
+                   (readahead_batches=0; the default, 1, asks the kernel for the next batch's
+                   chunks when a batch's fetch starts)
 Every side's figure is the bytes read from the disk under the store (/proc/diskstats: each
 chunk once, however often the epoch uses it) over its wall time, the loader's construction
 included; the loader's compressed bytes fetched (loader.stats()["bytes_fetched"]: units that two
@@ -142,10 +145,11 @@ class OneDevice:
         self.device = device
 
 
-def loader_epoch(a, decode, norm, disk):
+def loader_epoch(a, decode, norm, disk, readahead):
     import torch
     cuda = a.device != "cpu"
     args = train_unet.parse_args(["--store", a.store, "--loader-only", "--threads", str(a.threads),
+                                  "--readahead-batches", str(readahead),
                                   "--batch-size", str(a.batch_size), "--grid", a.grid, "--memory-limit-gb",
                                   str(a.memory_limit_gb), "--gpu-cache-gb", str(a.gpu_cache_gb)])
     t0 = time.perf_counter()
@@ -176,7 +180,8 @@ def main():
     ap.add_argument("--memory-limit-gb", type=float, default=4.0)
     ap.add_argument("--gpu-cache-gb", type=float, default=1.0)
     ap.add_argument("--dd-gb", type=float, default=4.0, help="size of the large file dd reads")
-    ap.add_argument("--sides", default="files,files-shuffled,dd,cubestream-gpu,cubestream-cpu")
+    ap.add_argument("--sides", default="files,files-shuffled,dd,cubestream-gpu,cubestream-gpu-noreadahead,"
+                                       "cubestream-cpu,cubestream-cpu-noreadahead")
     ap.add_argument("--device", default="cuda", help="cpu only for a smoke test of the script")
     ap.add_argument("--warm", action="store_true", help="do not drop the page cache (a smoke test: not cold figures)")
     a = ap.parse_args()
@@ -212,7 +217,8 @@ def main():
                 n, sec = dd_direct(big)
                 rec = {"bytes_fetched": n, "seconds": sec}
             else:
-                rec = loader_epoch(a, "auto" if side == "cubestream-gpu" else "cpu", norm, disk)
+                rec = loader_epoch(a, "auto" if side.startswith("cubestream-gpu") else "cpu", norm, disk,
+                                   0 if side.endswith("-noreadahead") else 1)
             d1 = rec.pop("disk_end", None) or disk_read_bytes(disk)
             # Without a disk counter (or with --warm) the bytes the reader asked for stand in.
             rec["bytes"] = d1 - d0 if d0 is not None and d1 is not None and not a.warm else rec["bytes_fetched"]

@@ -19,6 +19,8 @@
 #                 alternated with CUBESTREAM_ZSTD_SEQ_FAST=1 (the fast sequence reader): A/B
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
 #   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_EPOCHS, TRAIN_BUDGET_S)
+#   pool-ab       GPU-path loader-only epochs with the loader's own device memory pool against
+#                 CUBESTREAM_GPU_POOL=default, alternated, separate processes (needs the train store)
 #   cold          bench/cold_loader.py on the train store (needs root for drop_caches)
 # Everything lands flat in $OUT (at most ~8 files come back from the machine: the logs are
 # packed into $OUT/logs.tar.gz at the end; session.log and the tables stay beside it).
@@ -109,8 +111,15 @@ step train 420 '
   grep -vE "^\[(synthetic|cubestream|tensorstore)" $OUT/logs/train_bench.log | tail -60
   cp $OUT/train/train_bench.md $OUT/train/train_bench.json $OUT/ 2>/dev/null; exit $rc'
 
+step pool-ab 200 '
+  for pool in own default own default; do
+    env $( [ $pool = default ] && echo CUBESTREAM_GPU_POOL=default ) PYTHONPATH=$PWD/$BUILD/python python3 examples/train_unet.py \
+      --store $STORE --loader cubestream-gpu --loader-only --epochs 2 --quiet --json $OUT/logs/pool_$pool.json &&
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], round(r[\"samples_per_s\"],1), \"samples/s\", [round(e[\"samples_per_s\"],1) for e in r[\"epochs\"]])" $OUT/logs/pool_$pool.json $pool
+  done | tee $OUT/pool_ab.txt'
+
 step cold 300 '
-  PYTHONPATH=$PWD/$BUILD/python python3 bench/cold_loader.py --store $STORE --out $OUT --rounds 3'
+  PYTHONPATH=$PWD/$BUILD/python python3 bench/cold_loader.py --store $STORE --out $OUT --rounds '"${COLD_ROUNDS:-3}"' '
 
 # Few files come back: pack the logs (and the train run's plots) into one archive.
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs $( [ -d "$OUT/train" ] && echo train ) 2>/dev/null && rm -rf "$OUT/logs" "$OUT/train"
