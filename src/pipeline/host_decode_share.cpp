@@ -8,22 +8,26 @@ namespace cubestream::pipeline {
 HostDecodeShare::HostDecodeShare(double fixed)
     : adaptive_(fixed < 0 || std::isnan(fixed)), share_(adaptive_ ? 0.0 : std::min(fixed, 1.0)) {}
 
-void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns) {
+void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std::int64_t consumer_wait_ns) {
   if (!adaptive_ || cycle_ns <= 0 || fetch_ns < 0) return;
   // Exponential smoothing over ~3 batches; the first observation seeds it.
   constexpr double kAlpha = 0.35;
   const auto w = static_cast<double>(fetch_ns), c = static_cast<double>(std::max(cycle_ns, fetch_ns));
+  const double q = std::clamp(static_cast<double>(consumer_wait_ns), 0.0, c);
   if (seen_++ == 0) {
     w_ = w;
     c_ = c;
+    q_ = q;
   } else {
     w_ += kAlpha * (w - w_);
     c_ += kAlpha * (c - c_);
+    q_ += kAlpha * (q - q_);
   }
   if (seen_ < 2) return;   // one batch says little (first reads, cold threads)
   const double ratio = w_ / c_;
-  if (ratio < kLow) share_ = std::min(1.0, share_ + kStep);
-  else if (ratio > kHigh) share_ = std::max(0.0, share_ - kStep);
+  const bool starving = q_ > kStarving * c_;
+  if (ratio > kHigh || (starving && share_ > 0)) share_ = std::max(0.0, share_ - kStep);
+  else if (ratio < kLow && !starving) share_ = std::min(1.0, share_ + kStep);
 }
 
 bool HostDecodeShare::picks(std::size_t j, std::size_t n, double share) {

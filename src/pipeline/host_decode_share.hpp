@@ -16,6 +16,13 @@
 // host work is what sets the pace: give units back to the GPU. The band between keeps the
 // host threads busy without making them the bottleneck; smoothing over a few batches keeps
 // one slow read from swinging the share.
+//
+// All that holds while the consumer keeps the GPU busy (training): decode kernels then take
+// GPU time from it. When the consumer instead waits for batches most of the cycle (the loader
+// sets the pace: a loader-only loop, a small model), the GPU has room and its decoders are the
+// fastest path; host decoding then only lengthened the producer's critical path (on the H100,
+// a loader-only loop ran at 538-548 samples/s with the share at 0.1, 746-749 at 0). So while
+// the consumer's smoothed wait exceeds kStarving of the cycle the share only comes down.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +34,8 @@ class HostDecodeShare {
  public:
   // Target band of W / C (see above) and the step per batch outside it.
   static constexpr double kLow = 0.55, kHigh = 0.80, kStep = 0.05;
+  // Fraction of the cycle the consumer waits for batches above which it is starving.
+  static constexpr double kStarving = 0.5;
 
   // fixed in [0, 1]: that share always. fixed < 0: adaptive, starting at 0 (everything on the
   // GPU until the clocks say the host has room).
@@ -36,8 +45,9 @@ class HostDecodeShare {
   double share() const { return share_; }
 
   // One batch's fetch took fetch_ns; cycle_ns is the time from its fetch start to the next
-  // batch's fetch start (0 or less: unknown, e.g. after an epoch restart; ignored).
-  void observe(std::int64_t fetch_ns, std::int64_t cycle_ns);
+  // batch's fetch start (0 or less: unknown, e.g. after an epoch restart; ignored);
+  // consumer_wait_ns is how long the consumer waited for batches within that cycle.
+  void observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std::int64_t consumer_wait_ns = 0);
 
   // Whether unit j of the n GPU-decodable units of a batch is decoded on the host at this
   // share: round(share * n) of them, spread evenly over the batch so that the pool's threads
@@ -47,7 +57,7 @@ class HostDecodeShare {
  private:
   bool adaptive_;
   double share_;
-  double w_ = 0, c_ = 0;   // smoothed fetch and cycle times (ns)
+  double w_ = 0, c_ = 0, q_ = 0;   // smoothed fetch, cycle and consumer wait times (ns)
   int seen_ = 0;
 };
 

@@ -160,7 +160,7 @@ struct Loader::Impl {
   // the last share used (for stats()), and the producer's clock for the adaptive share.
   std::optional<pipeline::HostDecodeShare> host_share;
   std::atomic<double> host_share_now{0.0};
-  std::int64_t last_fetch_start = 0, last_fetch_ns = 0;
+  std::int64_t last_fetch_start = 0, last_fetch_ns = 0, last_wait_total = 0;
   std::string decode_path = "cpu";
 
   // Producer state.
@@ -179,6 +179,7 @@ struct Loader::Impl {
       st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0}, st_host_chosen{0},
       st_pinned_calls{0};
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0}, ns_pinned{0};
+  std::atomic<std::int64_t> ns_wait_total{0};  // ns_wait, never reset (the host decode share's input)
   std::int64_t stats_origin = pipeline::now_ns();
 };
 
@@ -642,7 +643,10 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
     trace.record("plan", p.tb0, t1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
   pipeline::GpuStageStats gs;
-  if (last_fetch_start) host_share->observe(last_fetch_ns, t1 - last_fetch_start);
+  // The consumer's wait since the last observation (ns_wait_total is never reset).
+  const std::int64_t waited = ns_wait_total.load();
+  if (last_fetch_start) host_share->observe(last_fetch_ns, t1 - last_fetch_start, waited - last_wait_total);
+  last_wait_total = waited;
   const double share = host_share->share();
   host_share_now = share;
   {
@@ -773,6 +777,7 @@ std::optional<Batch> Loader::next() {
   m.cv.notify_all();
   const std::int64_t t1 = pipeline::now_ns();
   m.ns_wait += t1 - t0;
+  m.ns_wait_total += t1 - t0;
   if (m.trace.enabled()) m.trace.record("consumer wait", t0, t1);
   if (e.kind == Impl::Entry::kError) std::rethrow_exception(e.error);
   if (e.kind == Impl::Entry::kEnd) return std::nullopt;

@@ -69,6 +69,32 @@ TEST(HostDecodeShare, AdaptiveGrowsWhileTheHostIdlesAndShrinksWhenItSetsThePace)
   EXPECT_DOUBLE_EQ(s.share(), 0.0);
 }
 
+TEST(HostDecodeShare, AStarvingConsumerKeepsTheUnitsOnTheGpu) {
+  HostDecodeShare s(-1);
+  // The host idles (fetch 10 of 40 ms) but the consumer waits 30 ms of every cycle: the
+  // loader sets the pace, the GPU has room, the share stays at 0.
+  for (int i = 0; i < 40; ++i) s.observe(10'000'000, 40'000'000, 30'000'000);
+  EXPECT_DOUBLE_EQ(s.share(), 0.0);
+  // Training takes over (the consumer waits 0.5 ms a cycle): the share climbs as before.
+  for (int i = 0; i < 40; ++i) s.observe(10'000'000, 80'000'000, 500'000);
+  EXPECT_DOUBLE_EQ(s.share(), 1.0);
+  // The consumer starts starving with the share up: it comes back down, whatever W/C says.
+  for (int i = 0; i < 60; ++i) s.observe(10'000'000, 40'000'000, 35'000'000);
+  EXPECT_DOUBLE_EQ(s.share(), 0.0);
+  // One long wait (a stall) is smoothed out: a single starving cycle moves the share at most
+  // one step from where training left it.
+  for (int i = 0; i < 40; ++i) s.observe(10'000'000, 80'000'000, 0);
+  ASSERT_DOUBLE_EQ(s.share(), 1.0);
+  s.observe(10'000'000, 80'000'000, 80'000'000);
+  EXPECT_GE(s.share(), 1.0 - HostDecodeShare::kStep);
+  for (int i = 0; i < 5; ++i) s.observe(10'000'000, 80'000'000, 0);
+  EXPECT_DOUBLE_EQ(s.share(), 1.0);
+  // The consumer's wait cannot exceed the cycle it is measured in.
+  HostDecodeShare t(-1);
+  for (int i = 0; i < 40; ++i) t.observe(10'000'000, 80'000'000, -5);
+  EXPECT_DOUBLE_EQ(t.share(), 1.0);
+}
+
 TEST(HostDecodeShare, AdaptiveSettlesInTheBandOnAModelOfTheTwoResources) {
   // A model of one GPU-path rank: the host fetches every unit (0.3 ms) and decodes the share
   // it takes (5 ms each) on 16 threads; the GPU decodes the rest (0.07 ms each) next to a
