@@ -119,7 +119,8 @@ struct LoaderConfig {
   // fetch threads decode instead (they then travel decoded; assembly stays on the GPU), so
   // that idle host cores take work off a GPU that also trains. In [0, 1]: that share; below
   // 0 (the default): adaptive, from 0, moved per batch so that the host's fetch work fills
-  // about 55-80% of the producer's cycle (see pipeline/host_decode_share.hpp).
+  // about 55-80% of the producer's cycle, and only down while the consumer waits for batches
+  // more than half of it (see pipeline/host_decode_share.hpp).
   // CUBESTREAM_HOST_DECODE_SHARE=auto|x overrides it. decode kGpu allows only 0 (or below).
   double host_decode_share = -1;
   // Device memory for decoded units kept between batches (GPU decode only).

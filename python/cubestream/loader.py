@@ -31,8 +31,9 @@ PCIe; ``decode="cpu"`` decodes and assembles on the host and copies finished bat
 ``decode="gpu"`` refuses variables the GPU path cannot take. Both give the same bits.
 With ``decode="auto"`` the fetch threads also decode a share of the GPU's chunks themselves
 when they have time to spare (``host_decode_share``: ``None`` adapts it batch by batch so that
-host cores that would idle take decode work off a GPU that is also training; a number in
-[0, 1] fixes it; those chunks cross PCIe decoded). ``stats()`` reports the share in use.
+host cores that would idle take decode work off a GPU that is also training, and gives the
+GPU everything while the consumer itself waits for batches; a number in [0, 1] fixes it;
+those chunks cross PCIe decoded). ``stats()`` reports the share in use.
 
 While a batch is fetched, the loader tells the store which chunks the next
 ``readahead_batches`` batches (default 1; 0 turns it off) will read and no cache holds; a
