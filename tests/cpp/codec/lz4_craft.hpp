@@ -4,6 +4,7 @@
 // 5 of them), so liblz4 decodes them and is the oracle.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -51,6 +52,22 @@ inline std::vector<std::uint8_t> lz4_far_match_block(std::size_t off, std::size_
   c.rng.seed(seed);
   c.sequence(lead, off, mlen);
   return c.finish(tail);
+}
+
+// Every offset 1..65535 once, in a shuffled order, each with a random length (4..1500: wider
+// than the aliasing bound 64 Ki - off near the ring's size, so the far ones are staged in
+// several pieces) and 0..3 literals before it, in one block: lone and batched sequences,
+// staged and direct pieces, flushes in between. `decoded` receives the block's decoded size.
+inline std::vector<std::uint8_t> lz4_every_offset_block(std::size_t& decoded, std::uint32_t seed = 17) {
+  std::mt19937 rng(seed);
+  std::vector<std::size_t> offs(65535);
+  for (std::size_t i = 0; i < offs.size(); ++i) offs[i] = i + 1;
+  std::shuffle(offs.begin(), offs.end(), rng);
+  Lz4Crafter c;
+  c.sequence(65535, 65535, 4 + rng() % 1500);
+  for (const std::size_t off : offs) c.sequence(rng() % 4, off, 4 + rng() % 1500);
+  decoded = c.out + 5;
+  return c.finish();
 }
 
 }  // namespace cs_codec_test
