@@ -15,8 +15,10 @@
 #   zstd-fast-tests  the zstd GPU suites and LoaderCuda* with CUBESTREAM_ZSTD_SEQ_FAST=1, and
 #                 memcheck of ZstdBatch* with it
 #   pytest-loader tests/python/test_loader.py on the GPU
-#   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5), twice
-#                 alternated with CUBESTREAM_ZSTD_SEQ_FAST=1 (the fast sequence reader): A/B
+#   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5) under two
+#                 environments, ZSTD_ENV_A (default: none) and ZSTD_ENV_B (default: the general
+#                 sequence reader, CUBESTREAM_ZSTD_SEQ_FAST=0), alternated ZSTD_ROUNDS times: A/B
+#                 -> zstd_{a,b}_rN.md
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
 #   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_EPOCHS, TRAIN_BUDGET_S)
 #   pool-ab       GPU-path loader-only epochs with the loader's own device memory pool against
@@ -36,6 +38,8 @@ TRAIN_ONLY=${TRAIN_ONLY:-synthetic/train,cubestream-gpu/train,cubestream-cpu/tra
 TRAIN_BUDGET_S=${TRAIN_BUDGET_S:-330}
 MEMCHECK_FILTER=${MEMCHECK_FILTER:-LoaderCuda*:GpuBatch.Lz4*}
 LZ4_CASES=${LZ4_CASES:-}
+ZSTD_ENV_A=${ZSTD_ENV_A:-}
+ZSTD_ENV_B=${ZSTD_ENV_B:-CUBESTREAM_ZSTD_SEQ_FAST=0}
 BUILD_TARGETS=${BUILD_TARGETS:-cubestream_cli _cubestream cubestream_tests gpu_decode_bench gpu_zstd_bench}
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT/logs"
@@ -93,12 +97,13 @@ step pytest-loader 180 '
 
 step zstd 300 '
   for round in $(seq 1 '"${ZSTD_ROUNDS:-2}"'); do
-    for fast in 0 1; do
-      CUBESTREAM_ZSTD_SEQ_FAST=$fast $BUILD/gpu_zstd_bench --big 256 --small 1024 --repeat 5 --levels 1,3,5 \
-        --md $OUT/zstd_seqfast${fast}_r$round.md 2>>$OUT/logs/zstd_bench.log || echo "zstd bench fast=$fast rc=$?"
+    for side in a b; do
+      if [ $side = a ]; then e="'"$ZSTD_ENV_A"'"; else e="'"$ZSTD_ENV_B"'"; fi
+      env $e $BUILD/gpu_zstd_bench --big 256 --small 1024 --repeat 5 --levels 1,3,5 \
+        --md $OUT/zstd_${side}_r$round.md 2>>$OUT/logs/zstd_bench.log || echo "zstd bench $side ($e) rc=$?"
+      echo "zstd side $side: $e"; grep -E "^\| era5" $OUT/zstd_${side}_r$round.md | cut -d"|" -f2,3,7,9,10
     done
-  done
-  tail -20 $OUT/zstd_seqfast1_r1.md'
+  done'
 
 step lz4 200 '
   CS_BENCH_CASE="'"$LZ4_CASES"'" $BUILD/gpu_decode_bench >$OUT/gpu_decode_bench.md 2>$OUT/logs/gpu_decode_bench.log
