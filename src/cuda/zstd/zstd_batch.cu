@@ -208,8 +208,9 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 }
 
 // Pass 2b: a warp takes 32 consecutive steps at a time and each lane decodes the sequence
-// stream of its step when pass 2a left it ok, with the block's tables copied into the lane's
-// slot of shared memory; the warp meets again after them. (A first version with a queue per
+// stream of its step when pass 2a left it ok, reading the block's tables where pass 2a wrote
+// them in the scratch or, with shared_tables, from a copy in the lane's slot of shared memory;
+// the warp meets again after them. (A first version with a queue per
 // lane took the same time: the limit is one lane's dependent chain per sequence with 32
 // chains per SM, ~60 ms at level 3 for 256 x 4 MiB; docs/gpu_zstd.md, version 3.)
 __global__ void __launch_bounds__(kSeqLanes)
@@ -392,7 +393,16 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     // keeps the general reader (same records and statuses; for A/B runs).
     const char* seq_fast_env = std::getenv("CUBESTREAM_ZSTD_SEQ_FAST");
     const bool seq_fast = !(seq_fast_env && seq_fast_env[0] == '0');
-    const bool shared_tables = optin_shared_memory_per_block() >= kSeqSmem;
+    // Where the lanes read their block's FSE tables: by default from the scratch, where pass
+    // 2a wrote them (L1/L2), so that the kernel needs no shared memory and every SM holds as
+    // many lanes as registers allow; each lane is one long dependent chain, and more chains in
+    // flight beat the shorter lookups of shared memory, which caps a CTA at 32 table sets
+    // (160 KiB) per SM. On the H100, levels 3 and 5 ran 4-12% faster so (docs/gpu_zstd.md,
+    // v3.4). CUBESTREAM_ZSTD_SEQ_SMEM=1 copies the tables into shared memory instead, where
+    // the device lets a block opt in to that much (A/B runs).
+    const char* smem_env = std::getenv("CUBESTREAM_ZSTD_SEQ_SMEM");
+    const bool shared_tables =
+        smem_env && smem_env[0] == '1' && optin_shared_memory_per_block() >= kSeqSmem;
     const std::size_t seq_smem = shared_tables ? kSeqSmem : 0;
     zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
         d_src, counters, steps, arena, seq_fast, shared_tables);

@@ -234,14 +234,32 @@ TEST(ZstdBatch, MixedBatchMatchesLibzstdAndHostStatuses) {
 }
 
 // A device whose blocks opt in to less shared memory than the sequences kernel's 32 table sets
-// (sm_86/89: ~99 KiB, sm_75: 64 KiB): that kernel reads the tables from the scratch instead.
-// Simulated here by lowering the limit (CUBESTREAM_GPU_SMEM_OPTIN); same statuses and bytes.
+// (sm_86/89: ~99 KiB, sm_75: 64 KiB): that kernel reads the tables from the scratch, even when
+// shared-memory tables are asked for. Simulated here by lowering the limit
+// (CUBESTREAM_GPU_SMEM_OPTIN); same statuses and bytes.
 TEST(ZstdBatch, SmallSharedMemoryDevicesReadTablesFromScratch) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
   ::setenv("CUBESTREAM_GPU_SMEM_OPTIN", "65536", 1);
+  ::setenv("CUBESTREAM_ZSTD_SEQ_SMEM", "1", 1);
   struct Unset {
-    ~Unset() { ::unsetenv("CUBESTREAM_GPU_SMEM_OPTIN"); }
+    ~Unset() {
+      ::unsetenv("CUBESTREAM_GPU_SMEM_OPTIN");
+      ::unsetenv("CUBESTREAM_ZSTD_SEQ_SMEM");
+    }
+  } unset;
+  run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+}
+
+// The sequences kernel's other table placement (copied into shared memory, 32 lanes per CTA,
+// CUBESTREAM_ZSTD_SEQ_SMEM=1): same statuses and bytes as the default (tables read from the
+// scratch).
+TEST(ZstdBatch, SharedMemoryTablesOnRequestGiveTheSameBytes) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  ::setenv("CUBESTREAM_ZSTD_SEQ_SMEM", "1", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("CUBESTREAM_ZSTD_SEQ_SMEM"); }
   } unset;
   run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
 }
