@@ -21,8 +21,6 @@
 #                 -> zstd_{a,b}_rN.md
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
 #   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_EPOCHS, TRAIN_BUDGET_S)
-#   pool-ab       GPU-path loader-only epochs with the loader's own device memory pool against
-#                 CUBESTREAM_GPU_POOL=default, alternated, separate processes (needs the train store)
 #   cold          bench/cold_loader.py on the train store (needs root for drop_caches)
 # Everything lands flat in $OUT (at most ~8 files come back from the machine: the logs are
 # packed into $OUT/logs.tar.gz at the end; session.log and the tables stay beside it).
@@ -115,13 +113,6 @@ step train 420 '
     --commit "$COMMIT" --only '"$TRAIN_ONLY"' >$OUT/logs/train_bench.log 2>&1; rc=$?
   grep -vE "^\[(synthetic|cubestream|tensorstore)" $OUT/logs/train_bench.log | tail -60
   cp $OUT/train/train_bench.md $OUT/train/train_bench.json $OUT/ 2>/dev/null; exit $rc'
-
-step pool-ab 200 '
-  for pool in own default own default; do
-    env $( [ $pool = default ] && echo CUBESTREAM_GPU_POOL=default ) PYTHONPATH=$PWD/$BUILD/python python3 examples/train_unet.py \
-      --store $STORE --loader cubestream-gpu --loader-only --epochs 2 --quiet --json $OUT/logs/pool_$pool.json &&
-    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], round(r[\"samples_per_s\"],1), \"samples/s\", [round(e[\"samples_per_s\"],1) for e in r[\"epochs\"]])" $OUT/logs/pool_$pool.json $pool
-  done | tee $OUT/pool_ab.txt'
 
 step cold 300 '
   PYTHONPATH=$PWD/$BUILD/python python3 bench/cold_loader.py --store $STORE --out $OUT --rounds '"${COLD_ROUNDS:-3}"' '

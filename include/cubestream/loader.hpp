@@ -130,7 +130,7 @@ struct LoaderConfig {
   // decode units the next `readahead_batches` batches will fetch and no cache holds, from a
   // thread of the loader's own. The local file store then has the kernel read them into the
   // page cache while this batch's fetch runs, so the disk's queue does not drain at the tail
-  // of each batch (its slowest reads) and between batches. 0: no hints (>= 0).
+  // of each batch (its slowest reads) and between batches. 0: no hints; at most 64.
   int readahead_batches = 1;
 };
 

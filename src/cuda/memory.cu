@@ -3,12 +3,6 @@
 // point can only mean the context is already gone.
 #include <cuda_runtime.h>
 
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <vector>
-
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
 
@@ -18,42 +12,6 @@ namespace {
 
 // Each call names its device: the loader's thread and the consumer's may have others current.
 void use(int device) { CS_CUDA_CHECK(cudaSetDevice(device)); }
-
-// The stream-ordered allocations' pool of a device (see memory.hpp): one of our own that keeps
-// what is freed, or null for the device's default pool (CUBESTREAM_GPU_POOL=default, or where a
-// pool cannot be made). Made on first use, kept for the process.
-cudaMemPool_t own_pool(int device) {
-  static std::mutex mu;
-  static std::vector<cudaMemPool_t> pools;
-  static std::vector<bool> tried;
-  std::lock_guard<std::mutex> lock(mu);
-  if (static_cast<std::size_t>(device) >= pools.size()) {
-    pools.resize(static_cast<std::size_t>(device) + 1, nullptr);
-    tried.resize(static_cast<std::size_t>(device) + 1, false);
-  }
-  if (!tried[static_cast<std::size_t>(device)]) {
-    tried[static_cast<std::size_t>(device)] = true;
-    const char* env = std::getenv("CUBESTREAM_GPU_POOL");
-    if (!(env && std::strcmp(env, "default") == 0)) {
-      cudaMemPoolProps props{};
-      props.allocType = cudaMemAllocationTypePinned;
-      props.handleTypes = cudaMemHandleTypeNone;
-      props.location.type = cudaMemLocationTypeDevice;
-      props.location.id = device;
-      cudaMemPool_t pool = nullptr;
-      if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
-        std::uint64_t keep = UINT64_MAX;
-        if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess) {
-          pools[static_cast<std::size_t>(device)] = pool;
-        } else {
-          cudaMemPoolDestroy(pool);
-        }
-      }
-      cudaGetLastError();  // a refused pool leaves the default one in use, not an error
-    }
-  }
-  return pools[static_cast<std::size_t>(device)];
-}
 
 }  // namespace
 
@@ -135,19 +93,8 @@ void stream_wait_event(void* stream, void* event, int device) {
 void* alloc_device_async(std::size_t bytes, void* stream, int device) {
   use(device);
   void* p = nullptr;
-  if (cudaMemPool_t pool = own_pool(device)) {
-    CS_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool, static_cast<cudaStream_t>(stream)));
-  } else {
-    CS_CUDA_CHECK(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)));
-  }
+  CS_CUDA_CHECK(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)));
   return p;
-}
-
-void trim_device_pool(int device) noexcept {
-  try {
-    if (cudaMemPool_t pool = own_pool(device)) cudaMemPoolTrimTo(pool, 0);
-  } catch (...) {
-  }
 }
 
 void free_device_async(void* p, void* stream, int device) noexcept {

@@ -33,16 +33,9 @@ void stream_wait_event(void* stream, void* event, int device);
 void event_synchronize(void* event);
 // Whether the work before the event's last record has finished; never blocks.
 bool event_query(void* event);
-// Stream-ordered device memory (cudaMallocFromPoolAsync / cudaFreeAsync) from a pool of
-// cubestream's own per device that keeps freed memory for the next allocations. The default
-// pool's release threshold is 0: every synchronisation (the loader waits on an event per
-// batch) hands freed memory back to the driver, and the next batch's units have to map it
-// again, hundreds of MB per batch. CUBESTREAM_GPU_POOL=default uses the device's default pool
-// instead (A/B runs; also where a pool cannot be created).
+// Stream-ordered device memory (cudaMallocAsync / cudaFreeAsync from the device's pool).
 void* alloc_device_async(std::size_t bytes, void* stream, int device);
 void free_device_async(void* p, void* stream, int device) noexcept;
-// Gives what the pool keeps but nothing uses back to the driver (a loader's end).
-void trim_device_pool(int device) noexcept;
 void copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream, int device);
 void stream_synchronize(void* stream, int device);
 // Synchronous device-to-host copy (tests and diagnostics).

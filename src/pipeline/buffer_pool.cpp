@@ -14,6 +14,7 @@ std::shared_ptr<BufferPool> BufferPool::create(MemoryKind kind, std::size_t byte
 
 BufferPool::~BufferPool() {
   for (auto& b : free_) release_block(b);
+  if (last_release_) cuda::destroy_event(last_release_, device_);
 }
 
 PoolBlock BufferPool::take() {
@@ -61,6 +62,26 @@ void BufferPool::release_block(PoolBlock& b) noexcept {
   b = PoolBlock{};
 }
 
+void BufferPool::note_release(void* stream, bool stream_known) noexcept {
+  if (kind_ != MemoryKind::kDevice) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    if (!last_release_) last_release_ = cuda::create_event(device_);
+    cuda::record_event(last_release_, stream_known ? stream : nullptr, device_);
+  } catch (...) {
+  }
+}
+
+bool BufferPool::consumer_caught_up() noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!last_release_) return true;
+  try {
+    return cuda::event_query(last_release_);
+  } catch (...) {
+    return false;
+  }
+}
+
 void BufferPool::give_back(PoolBlock block) noexcept {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,6 +119,7 @@ TensorStorage::~TensorStorage() {
     } catch (...) {
       // The context is going away: nothing can use the buffer any more.
     }
+    pool->note_release(consumer_stream, consumer_stream_known);
   }
   pool->give_back(block);
 }

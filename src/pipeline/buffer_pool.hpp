@@ -37,6 +37,14 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // Wraps a block in a TensorStorage that returns it here when dropped.
   std::shared_ptr<TensorStorage> wrap(PoolBlock block);
 
+  // Device pools: the consumer dropped a batch; its release was marked on `stream` (see
+  // TensorStorage). consumer_caught_up() then says whether the GPU has finished the work the
+  // consumer had queued by its latest release (true before any release, and for host pools):
+  // a consumer that waits for a batch while its own GPU work is still running is not short
+  // of data, the GPU is busy (the host decode share reads this, see loader.cpp).
+  void note_release(void* stream, bool stream_known) noexcept;
+  bool consumer_caught_up() noexcept;
+
   MemoryKind kind() const { return kind_; }
   std::size_t bytes() const { return bytes_; }
   int device() const { return device_; }
@@ -51,6 +59,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   const std::size_t max_free_;
   std::mutex mu_;
   std::vector<PoolBlock> free_;
+  void* last_release_ = nullptr;  // event recorded at the latest release (device pools)
 };
 
 }  // namespace cubestream::pipeline

@@ -115,6 +115,7 @@ struct GpuStage::SlotGpu {
   void* decoded = nullptr;    // decoders and statuses done (the device staging is free again)
   void* assembled = nullptr;  // the assembly read its meta
   void* last = nullptr;       // the event after which nothing of this slot is in use; null: never used
+  bool staging_sized = false; // fetch() sized the slot's arena for a decoded batch (once)
 };
 
 // One unit fetched by this batch: where its bytes lie in the staging arena.
@@ -199,7 +200,6 @@ GpuStage::~GpuStage() {
     }
     cuda::destroy_stream(s, device_);
   }
-  cuda::trim_device_pool(device_);
 }
 
 std::shared_ptr<GpuStage::DeviceUnit> GpuStage::cache_find(const std::string& key) {
@@ -402,7 +402,11 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
     }
   }
   StagingArena& arena = slots_.arena(f.slot);
-  if (room_for_decoded) {
+  SlotGpu& g = *slot_gpu_[f.slot];
+  // Sources decoded on the host always stage decoded units, whatever the share.
+  const bool host_routes = std::any_of(routes_.begin(), routes_.end(),
+                                       [](const SourceRoute& r) { return r.route == UnitRoute::kHostDecode; });
+  if ((room_for_decoded || host_routes) && !g.staging_sized) {
     // Room for every unit of the batch decoded, cache hits included: full batches have the
     // same tasks, so a slot is sized once, at its first batch, whatever the share does later.
     // Growing it mid-run would pin hundreds of MB at once: a cudaHostAlloc of that size took
@@ -413,6 +417,11 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
       const std::size_t ub = planner_.sources()[t.source].array.unit_bytes();
       room += (ub + StagingArena::kAlign - 1) / StagingArena::kAlign * StagingArena::kAlign;
     }
+    // Once per slot, with settle()'s eighth of headroom (batches with patches or a short last
+    // batch vary in tasks): trying again at every batch would pin whenever the budget happened
+    // to free up, mid-run. Later growth, if any, is settle()'s.
+    g.staging_sized = true;
+    room += room / 8;
     if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);
   }
   arena.begin();

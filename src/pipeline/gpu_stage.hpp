@@ -153,6 +153,10 @@ class GpuStage {
   void* copy_stream_ = nullptr;      // host-to-device copies of the staging areas
   void* decode_stream_ = nullptr;    // device units, batched decoders, statuses back
   void* assemble_stream_ = nullptr;  // fallback copies, assembly, unit frees
+  // Pinned allocations and frees not yet reported (take_pinned_counts). Declared before
+  // slots_: the arenas' destructors free through pinned_free, which counts here.
+  std::atomic<std::uint64_t> pinned_calls_{0};
+  std::atomic<std::int64_t> ns_pinned_{0};
   StagingSlots slots_;
   std::vector<std::unique_ptr<SlotGpu>> slot_gpu_;
   // Device unit cache (LRU, most recent first).
@@ -164,9 +168,6 @@ class GpuStage {
   // Decoder scratch, shared: decodes run one after another on the decode stream.
   void* scratch_ = nullptr;
   std::size_t scratch_cap_ = 0;
-  // Pinned allocations and frees not yet reported (take_pinned_counts).
-  std::atomic<std::uint64_t> pinned_calls_{0};
-  std::atomic<std::int64_t> ns_pinned_{0};
   // Read buffers of the fetch threads, reused unit after unit.
   std::mutex reads_mu_;
   std::vector<Array::EncodedUnit> reads_;

@@ -22,7 +22,10 @@
 // sets the pace: a loader-only loop, a small model), the GPU has room and its decoders are the
 // fastest path; host decoding then only lengthened the producer's critical path (on the H100,
 // a loader-only loop ran at 538-548 samples/s with the share at 0.1, 746-749 at 0). So while
-// the consumer's smoothed wait exceeds kStarving of the cycle the share only comes down.
+// the consumer's smoothed wait exceeds kStarving of the cycle the share only comes down. The
+// loader counts only waits that begin once the GPU has finished what the consumer queued
+// before its latest release: a training loop running ahead of its GPU also waits for
+// batches, but there the GPU is busy and the share should rise.
 #pragma once
 
 #include <cstddef>

@@ -179,9 +179,15 @@ struct Loader::Impl {
       st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0}, st_host_chosen{0},
       st_pinned_calls{0};
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0}, ns_pinned{0};
-  std::atomic<std::int64_t> ns_wait_total{0};  // ns_wait, never reset (the host decode share's input)
+  // Consumer waits that began with the GPU through the consumer's own work (next()), never
+  // reset: the host decode share's input.
+  std::atomic<std::int64_t> ns_wait_starving{0};
   std::int64_t stats_origin = pipeline::now_ns();
 };
+
+// Look-ahead beyond a few batches only plans (and hints) work the disk cannot start yet, and
+// planning runs on the producer's thread.
+constexpr int kMaxReadaheadBatches = 64;
 
 Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<Dataset> statics)
     : cfg([&] {
@@ -204,8 +210,9 @@ Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<D
       planner(selection, sampler),
       trace(cfg.trace) {
   if (cfg.prefetch < 1) refuse("prefetch must be at least 1, not " + std::to_string(cfg.prefetch));
-  if (cfg.readahead_batches < 0) {
-    refuse("readahead_batches must be at least 0 (0: no readahead), not " + std::to_string(cfg.readahead_batches));
+  if (cfg.readahead_batches < 0 || cfg.readahead_batches > kMaxReadaheadBatches) {
+    refuse("readahead_batches must be in [0, " + std::to_string(kMaxReadaheadBatches) + "] (0: no readahead), not " +
+           std::to_string(cfg.readahead_batches));
   }
   if (cfg.device == DeviceKind::kCuda) {
     const int n = cuda::device_count();
@@ -643,8 +650,8 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
     trace.record("plan", p.tb0, t1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
   pipeline::GpuStageStats gs;
-  // The consumer's wait since the last observation (ns_wait_total is never reset).
-  const std::int64_t waited = ns_wait_total.load();
+  // The consumer's starving wait since the last observation (see next()).
+  const std::int64_t waited = ns_wait_starving.load();
   if (last_fetch_start) host_share->observe(last_fetch_ns, t1 - last_fetch_start, waited - last_wait_total);
   last_wait_total = waited;
   const double share = host_share->share();
@@ -755,6 +762,11 @@ std::vector<std::int64_t> Loader::target_shape() const {
 
 std::optional<Batch> Loader::next() {
   Impl& m = *impl_;
+  // Whether this wait can mean the GPU is short of data: not while work the consumer queued
+  // before its latest release still runs (a training loop ahead of its GPU waits here for
+  // batches the busy GPU has not decoded yet; that wait must not pull the host decode share
+  // down, see HostDecodeShare). One event query per batch.
+  const bool gpu_caught_up = !m.gpu || m.device_pool->consumer_caught_up();
   const std::int64_t t0 = pipeline::now_ns();
   Impl::Entry e;
   {
@@ -777,7 +789,7 @@ std::optional<Batch> Loader::next() {
   m.cv.notify_all();
   const std::int64_t t1 = pipeline::now_ns();
   m.ns_wait += t1 - t0;
-  m.ns_wait_total += t1 - t0;
+  if (gpu_caught_up) m.ns_wait_starving += t1 - t0;
   if (m.trace.enabled()) m.trace.record("consumer wait", t0, t1);
   if (e.kind == Impl::Entry::kError) std::rethrow_exception(e.error);
   if (e.kind == Impl::Entry::kEnd) return std::nullopt;

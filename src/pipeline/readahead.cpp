@@ -14,6 +14,9 @@ Readahead::~Readahead() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    // Hints still queued are for batches nobody will fetch now: each is an open and a few
+    // fadvise calls that can block on a busy (or hung network) disk, so they are dropped.
+    queue_.clear();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -54,52 +57,63 @@ std::optional<std::pair<std::int64_t, std::int64_t>> Readahead::after(std::int64
 void Readahead::fetch_starts(const EpochPlan& plan, std::int64_t index, const BatchPlan& current,
                              const Cached& cached) {
   if (batches_ == 0) return;
-  current_ = plan;  // a copy of a few pointers
-  // Units this batch fetches, and those of the batches already hinted: not hinted again.
-  std::unordered_set<std::string> seen;
-  for (const auto& t : current.tasks) seen.insert(t.cache_key);
-  std::pair<std::int64_t, std::int64_t> pos{plan.epoch(), index};
-  std::size_t kept = 0;
-  for (; kept < window_.size(); ++kept) {
-    const auto nx = after(pos.first, pos.second);
-    const Ahead& a = window_[kept];
-    if (!nx || nx->first != a.epoch || nx->second != a.index) break;
-    for (const auto& t : a.planned.plan.tasks) seen.insert(t.cache_key);
-    pos = *nx;
-  }
-  window_.resize(kept);
-
-  std::vector<Hint> hints;
-  while (window_.size() < static_cast<std::size_t>(batches_)) {
-    const auto nx = after(pos.first, pos.second);
-    if (!nx) break;
-    const EpochPlan& ep = plan_of(nx->first);
-    Ahead a;
-    a.epoch = nx->first;
-    a.index = nx->second;
-    a.planned.samples = ep.batch(nx->second);
-    a.planned.plan = planner_.plan(a.planned.samples);
-    for (const auto& t : a.planned.plan.tasks) {
-      if (seen.insert(t.cache_key).second && !cached(t.cache_key)) hints.push_back(Hint{t.source, t.unit});
+  // Planning ahead must not fail the batch being fetched (a hint never fails anything):
+  // on an error (allocation) the look-ahead is dropped and take() plans as it goes.
+  try {
+    current_ = plan;  // a copy of a few pointers
+    // Units this batch fetches, and those of the batches already hinted: not hinted again.
+    std::unordered_set<std::string> seen;
+    for (const auto& t : current.tasks) seen.insert(t.cache_key);
+    std::pair<std::int64_t, std::int64_t> pos{plan.epoch(), index};
+    std::size_t kept = 0;
+    for (; kept < window_.size(); ++kept) {
+      const auto nx = after(pos.first, pos.second);
+      const Ahead& a = window_[kept];
+      if (!nx || nx->first != a.epoch || nx->second != a.index) break;
+      for (const auto& t : a.planned.plan.tasks) seen.insert(t.cache_key);
+      pos = *nx;
     }
-    window_.push_back(std::move(a));
-    pos = *nx;
+    window_.resize(kept);
+
+    std::vector<Hint> hints;
+    while (window_.size() < static_cast<std::size_t>(batches_)) {
+      const auto nx = after(pos.first, pos.second);
+      if (!nx) break;
+      const EpochPlan& ep = plan_of(nx->first);
+      Ahead a;
+      a.epoch = nx->first;
+      a.index = nx->second;
+      a.planned.samples = ep.batch(nx->second);
+      a.planned.plan = planner_.plan(a.planned.samples);
+      for (const auto& t : a.planned.plan.tasks) {
+        if (seen.insert(t.cache_key).second && !cached(t.cache_key)) hints.push_back(Hint{t.source, t.unit});
+      }
+      window_.push_back(std::move(a));
+      pos = *nx;
+    }
+    if (hints.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Hints the hint thread has not reached while the fetch moved on are for batches being
+      // fetched now (their reads are issued anyway): the oldest go once a few wait.
+      while (queue_.size() >= static_cast<std::size_t>(batches_) + 2) queue_.pop_front();
+      queue_.push_back(std::move(hints));
+    }
+    cv_.notify_one();
+  } catch (...) {
+    window_.clear();
   }
-  if (hints.empty()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Hints the hint thread has not reached while the fetch moved on are for batches being
-    // fetched now (their reads are issued anyway): the oldest go once a few wait.
-    while (queue_.size() >= static_cast<std::size_t>(batches_) + 2) queue_.pop_front();
-    queue_.push_back(std::move(hints));
-  }
-  cv_.notify_one();
 }
 
 void Readahead::reset() {
   window_.clear();
   current_.reset();
   next_epoch_.reset();
+}
+
+bool Readahead::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_;
 }
 
 std::uint64_t Readahead::hinted() const {
@@ -118,18 +132,25 @@ void Readahead::run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every queued hint was given
+      if (stop_) return;
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    const std::int64_t t0 = now_ns();
-    std::uint64_t n = 0;
-    for (const Hint& h : job) n += planner_.sources()[h.source].array.will_need_unit(h.unit);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      hinted_ += n;
+    // A hint never fails anything: whatever goes wrong here (allocation) drops the job.
+    try {
+      const std::int64_t t0 = now_ns();
+      std::uint64_t n = 0;
+      for (const Hint& h : job) {
+        if (stopping()) break;  // a loader going away does not wait for the rest of the job
+        n += planner_.sources()[h.source].array.will_need_unit(h.unit);
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        hinted_ += n;
+      }
+      if (trace_.enabled()) trace_.record("readahead hints", t0, now_ns(), std::to_string(n) + " units");
+    } catch (...) {
     }
-    if (trace_.enabled()) trace_.record("readahead hints", t0, now_ns(), std::to_string(n) + " units");
   }
 }
 

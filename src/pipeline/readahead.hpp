@@ -53,7 +53,7 @@ class Readahead {
   // `batches`: how many batches past the one being fetched to hint (0: none; no thread is
   // started). The sampler, planner and trace must outlive this object.
   Readahead(const Sampler& sampler, const BatchPlanner& planner, int batches, TraceRecorder& trace);
-  // Gives the hints already queued, then stops the hint thread.
+  // Drops the hints still queued (and stops a job between units), then stops the hint thread.
   ~Readahead();
   Readahead(const Readahead&) = delete;
   Readahead& operator=(const Readahead&) = delete;
@@ -93,6 +93,7 @@ class Readahead {
   const EpochPlan& plan_of(std::int64_t e);
   // The batch after (epoch, index), or nullopt where there is none to plan (an empty epoch).
   std::optional<std::pair<std::int64_t, std::int64_t>> after(std::int64_t epoch, std::int64_t index);
+  bool stopping() const;
   void run();
 
   const Sampler& sampler_;
@@ -108,7 +109,7 @@ class Readahead {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::vector<Hint>> queue_;   // one entry per batch hinted
-  bool stop_ = false;
+  bool stop_ = false;  // set by the destructor: queued hints are dropped, the job stops
   std::uint64_t hinted_ = 0;
   std::thread thread_;
 };

@@ -331,8 +331,10 @@ def test_gpu_path_stops_pinning_memory_after_its_first_epoch(stores, share):
         pytest.skip("needs a CUDA GPU")
     # Pinning (or unpinning) staging memory is slow and contends with the training thread's
     # CUDA calls: once the staging buffers have their size, later epochs must not do it again.
+    # A GPU cache too small for any unit: every epoch stages every unit again, in a new order.
     loader = cubestream.Loader(stores["main"], ["t2m"], batch_dims=["time"], batch_size=4, drop_last=True,
-                               device="cuda", host_decode_share=share, prefetch=3)
+                               shuffle="sample", device="cuda", host_decode_share=share, prefetch=3,
+                               gpu_cache_bytes=1)
     assert sum(1 for _ in loader) == len(loader)
     loader.reset_stats()
     for _ in range(2):

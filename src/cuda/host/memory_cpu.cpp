@@ -30,7 +30,6 @@ bool event_query(void*) { no_cuda(); }
 void copy_to_host(void*, const void*, std::size_t, int) { no_cuda(); }
 void* alloc_device_async(std::size_t, void*, int) { no_cuda(); }
 void free_device_async(void*, void*, int) noexcept {}
-void trim_device_pool(int) noexcept {}
 void copy_to_host_async(void*, const void*, std::size_t, void*, int) { no_cuda(); }
 void stream_synchronize(void*, int) { no_cuda(); }
 

@@ -89,10 +89,17 @@ TEST(HostDecodeShare, AStarvingConsumerKeepsTheUnitsOnTheGpu) {
   EXPECT_GE(s.share(), 1.0 - HostDecodeShare::kStep);
   for (int i = 0; i < 5; ++i) s.observe(10'000'000, 80'000'000, 0);
   EXPECT_DOUBLE_EQ(s.share(), 1.0);
-  // The consumer's wait cannot exceed the cycle it is measured in.
+  // The consumer's wait is clamped to [0, cycle]: a negative one counts as none; one longer
+  // than its cycle (a wait that began before the cycle did) counts as the whole cycle.
   HostDecodeShare t(-1);
   for (int i = 0; i < 40; ++i) t.observe(10'000'000, 80'000'000, -5);
   EXPECT_DOUBLE_EQ(t.share(), 1.0);
+  HostDecodeShare u(-1);
+  for (int i = 0; i < 5; ++i) u.observe(10'000'000, 80'000'000, 0);
+  const double before = u.share();
+  EXPECT_GT(before, 0.0);
+  for (int i = 0; i < 40; ++i) u.observe(10'000'000, 80'000'000, 10'000'000'000);
+  EXPECT_DOUBLE_EQ(u.share(), 0.0);
 }
 
 TEST(HostDecodeShare, AdaptiveSettlesInTheBandOnAModelOfTheTwoResources) {

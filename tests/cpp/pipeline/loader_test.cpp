@@ -474,6 +474,8 @@ TEST(Loader, ReadaheadOnAndOffGiveTheSameBatches) {
   LoaderConfig bad = forecast_config();
   bad.readahead_batches = -1;
   EXPECT_THROW(Loader(ConcatenatedTime(three_years()), bad), Error);
+  bad.readahead_batches = 65;
+  EXPECT_THROW(Loader(ConcatenatedTime(three_years()), bad), Error);
 }
 
 TEST(Loader, ReadaheadHintsExactlyTheUnitsNoEarlierBatchFetches) {
@@ -498,11 +500,13 @@ TEST(Loader, ReadaheadHintsExactlyTheUnitsNoEarlierBatchFetches) {
       }
       ASSERT_GE(batch_keys.size(), 3u);
       EXPECT_GT(units_hinted_eventually(l), 0u);
-      // Destroying the loader gives the hints still queued (epoch 1 needs none: all cached).
+      // Destroying the loader drops hints still queued (epoch 1 needs none: all cached).
     }
     // Batch b's fetch hints batch b + ahead: its units that neither the cache (batches before
     // b) nor batches b .. b + ahead - 1 hold. Over the epoch: every unit that batch 0 does not
-    // fetch, exactly once.
+    // fetch, at most once. (Hints the hint thread has not reached when a few more batches'
+    // hints queue up are dropped, and so are those queued when the loader goes: under load
+    // some may be missing, none may be wrong or repeated.)
     std::vector<std::string> want;
     std::set<std::string> fetched(batch_keys[0].begin(), batch_keys[0].end());
     for (std::size_t b = 1; b < batch_keys.size(); ++b) {
@@ -521,7 +525,10 @@ TEST(Loader, ReadaheadHintsExactlyTheUnitsNoEarlierBatchFetches) {
     std::sort(want.begin(), want.end());
     std::sort(got.begin(), got.end());
     EXPECT_FALSE(want.empty());
-    EXPECT_EQ(got, want) << "readahead_batches " << ahead;
+    EXPECT_FALSE(got.empty());
+    EXPECT_EQ(std::adjacent_find(got.begin(), got.end()), got.end()) << "a unit hinted twice";
+    EXPECT_TRUE(std::includes(want.begin(), want.end(), got.begin(), got.end()))
+        << "a hint for a unit no later batch fetches first; readahead_batches " << ahead;
   }
 }
 
