@@ -168,6 +168,7 @@ GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, cons
       cache_capacity_(cache_bytes) {
   for (const auto& s : planner_.sources()) {
     routes_.push_back(route_of(s, gpu_zstd));
+    host_routes_ = host_routes_ || routes_.back().route == UnitRoute::kHostDecode;
   }
   copy_stream_ = cuda::create_stream(device_);
   decode_stream_ = cuda::create_stream(device_);
@@ -403,10 +404,8 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
   }
   StagingArena& arena = slots_.arena(f.slot);
   SlotGpu& g = *slot_gpu_[f.slot];
-  // Sources decoded on the host always stage decoded units, whatever the share.
-  const bool host_routes = std::any_of(routes_.begin(), routes_.end(),
-                                       [](const SourceRoute& r) { return r.route == UnitRoute::kHostDecode; });
-  if ((room_for_decoded || host_routes) && !g.staging_sized) {
+  // Sources decoded on the host (host_routes_) always stage decoded units, whatever the share.
+  if ((room_for_decoded || host_routes_) && !g.staging_sized) {
     // Room for every unit of the batch decoded, cache hits included: full batches have the
     // same tasks, so a slot is sized once, at its first batch, whatever the share does later.
     // Growing it mid-run would pin hundreds of MB at once: a cudaHostAlloc of that size took

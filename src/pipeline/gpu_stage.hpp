@@ -150,6 +150,7 @@ class GpuStage {
   int device_;
   MemoryBudget& budget_;
   std::vector<SourceRoute> routes_;
+  bool host_routes_ = false;  // some source's units are decoded on the host (UnitRoute::kHostDecode)
   void* copy_stream_ = nullptr;      // host-to-device copies of the staging areas
   void* decode_stream_ = nullptr;    // device units, batched decoders, statuses back
   void* assemble_stream_ = nullptr;  // fallback copies, assembly, unit frees
