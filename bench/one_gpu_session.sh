@@ -12,13 +12,13 @@
 #   gpu-tests     every GPU suite (Gpu*, Zstd*, Lz4*, Blosc*, LoaderCuda*, HostDecode*,
 #                 DeviceRead*), then the Python codec and loader tests on the GPU
 #   memcheck      compute-sanitizer memcheck over MEMCHECK_FILTER
-#   zstd-fast-tests  the zstd GPU suites and LoaderCuda* with CUBESTREAM_ZSTD_SEQ_FAST=1, and
-#                 memcheck of ZstdBatch* with it
 #   pytest-loader tests/python/test_loader.py on the GPU
 #   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5) under two
-#                 environments, ZSTD_ENV_A (default: none) and ZSTD_ENV_B (default: the general
-#                 sequence reader, CUBESTREAM_ZSTD_SEQ_FAST=0), alternated ZSTD_ROUNDS times: A/B
-#                 -> zstd_{a,b}_rN.md
+#                 environments, ZSTD_ENV_A (default: none) and ZSTD_ENV_B (default: v3.3's
+#                 sequence reader, CUBESTREAM_ZSTD_SEQ_READER=bits), alternated ZSTD_ROUNDS times:
+#                 A/B -> zstd_{a,b}_rN.md
+#   zstd-ncu      ncu: time, occupancy and instruction counts of each zstd kernel at levels 3 and 5
+#                 (256 x 4 MiB), each environment -> ncu_{a,b}.log
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
 #   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_EPOCHS, TRAIN_BUDGET_S)
 #   cold          bench/cold_loader.py on the train store (needs root for drop_caches)
@@ -37,7 +37,7 @@ TRAIN_BUDGET_S=${TRAIN_BUDGET_S:-330}
 MEMCHECK_FILTER=${MEMCHECK_FILTER:-LoaderCuda*:GpuBatch.Lz4*}
 LZ4_CASES=${LZ4_CASES:-}
 ZSTD_ENV_A=${ZSTD_ENV_A:-}
-ZSTD_ENV_B=${ZSTD_ENV_B:-CUBESTREAM_ZSTD_SEQ_FAST=0}
+ZSTD_ENV_B=${ZSTD_ENV_B:-CUBESTREAM_ZSTD_SEQ_READER=bits}
 BUILD_TARGETS=${BUILD_TARGETS:-cubestream_cli _cubestream cubestream_tests gpu_decode_bench gpu_zstd_bench}
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT/logs"
@@ -82,13 +82,6 @@ step memcheck 300 '
     --gtest_filter="'"$MEMCHECK_FILTER"'" >$OUT/logs/memcheck.log 2>&1; rc=$?
   grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/memcheck.log | head; exit $rc'
 
-step zstd-fast-tests 240 '
-  CUBESTREAM_ZSTD_SEQ_FAST=1 $BUILD/tests/cubestream_tests --gtest_filter="Zstd*:LoaderCuda*" >$OUT/logs/zstd_fast_tests.log 2>&1; rc=$?
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/zstd_fast_tests.log | head -20
-  CUBESTREAM_ZSTD_SEQ_FAST=1 compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
-    --gtest_filter="ZstdBatch*" >$OUT/logs/zstd_fast_memcheck.log 2>&1 || rc=$?
-  grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/zstd_fast_memcheck.log | head; exit $rc'
-
 step pytest-loader 180 '
   CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python python3 -m pytest -q -rs tests/python/test_loader.py \
     >$OUT/logs/pytest_loader.log 2>&1; rc=$?; tail -4 $OUT/logs/pytest_loader.log; exit $rc'
@@ -101,6 +94,19 @@ step zstd 300 '
         --md $OUT/zstd_${side}_r$round.md 2>>$OUT/logs/zstd_bench.log || echo "zstd bench $side ($e) rc=$?"
       echo "zstd side $side: $e"; grep -E "^\| era5" $OUT/zstd_${side}_r$round.md | cut -d"|" -f2,3,7,9,10
     done
+  done'
+
+step zstd-ncu 300 '
+  command -v ncu >/dev/null || { echo "no ncu"; exit 0; }
+  for side in a b; do
+    if [ $side = a ]; then e="'"$ZSTD_ENV_A"'"; else e="'"$ZSTD_ENV_B"'"; fi
+    for l in 3 5; do
+      echo "---- side $side ($e), level $l, 256 x 4 MiB"
+      env $e ncu --kernel-name regex:zstd_ --launch-count 5 --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,smsp__inst_executed.sum,smsp__thread_inst_executed_per_inst_executed.ratio \
+        $BUILD/gpu_zstd_bench --big 256 --small 0 --repeat 1 --v1-repeat 0 --levels $l 2>&1 |
+        grep -E "zstd_[a-z_]+kernel|gpu__time|warps_active|registers|inst_executed" | sed -E "s/\(.*//"
+    done >$OUT/ncu_$side.log
+    grep -E "kernel|gpu__time" $OUT/ncu_$side.log
   done'
 
 step lz4 200 '

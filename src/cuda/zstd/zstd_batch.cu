@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "codec/logic/zstd/decoder.hpp"
@@ -215,7 +216,7 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 // chains per SM, ~60 ms at level 3 for 256 x 4 MiB; docs/gpu_zstd.md, version 3.)
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
-                          bool fast, bool shared_tables) {
+                          zl::SeqReader reader, bool shared_tables) {
   extern __shared__ uint4 seq_smem[];
   const unsigned lane = threadIdx.x & 31u;
   zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + threadIdx.x;
@@ -257,7 +258,7 @@ __global__ void __launch_bounds__(kSeqLanes)
           mine->of_log = logs[2];
           tables = mine;
         }
-        zl::decode_block_sequences(p, &st, tables, blk, fast);
+        zl::decode_block_sequences(p, &st, tables, blk, reader);
         steps[k].status = st.status;
         steps[k].n_ok = st.n_ok;
         for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
@@ -297,6 +298,13 @@ std::size_t v2_head_bytes(std::size_t num_buffers) {
 // for some steps and one block's scratch.
 std::size_t v2_min_bytes(std::size_t num_buffers) {
   return v2_head_bytes(num_buffers) + kWorkspaceStride + (1u << 20);
+}
+
+zl::SeqReader sequence_reader_from_env() {
+  const char* env = std::getenv("CUBESTREAM_ZSTD_SEQ_READER");
+  if (env && std::strcmp(env, "general") == 0) return zl::SeqReader::kGeneral;
+  if (env && std::strcmp(env, "bits") == 0) return zl::SeqReader::kFastBits;
+  return zl::SeqReader::kWindow;
 }
 
 int entropy_blocks() {
@@ -388,11 +396,11 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     zstd_plan_kernel<<<static_cast<unsigned>((num_buffers + kPlanThreads - 1) / kPlanThreads), kPlanThreads, 0,
                        stream>>>(d_src, d_src_sizes, num_buffers, counters, plans, steps, step_cap, arena_cap);
     zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena);
-    // Sequence streams go through the fast bit reader (split.hpp, entropy_sequences): on the
-    // H100 it gave levels 3 and 5 8-15% (docs/gpu_zstd.md, v3.3). CUBESTREAM_ZSTD_SEQ_FAST=0
-    // keeps the general reader (same records and statuses; for A/B runs).
-    const char* seq_fast_env = std::getenv("CUBESTREAM_ZSTD_SEQ_FAST");
-    const bool seq_fast = !(seq_fast_env && seq_fast_env[0] == '0');
+    // How the sequence streams are read (split.hpp, SeqReader): by default through the
+    // branch-free word window (docs/gpu_zstd.md, v3.5). CUBESTREAM_ZSTD_SEQ_READER=bits keeps
+    // v3.3's fast bit reader and =general the checked one (same records and statuses; for A/B
+    // runs).
+    const zl::SeqReader seq_reader = sequence_reader_from_env();
     // Where the lanes read their block's FSE tables: by default from the scratch, where pass
     // 2a wrote them (L1/L2), so that the kernel needs no shared memory and every SM holds as
     // many lanes as registers allow; each lane is one long dependent chain, and more chains in
@@ -405,7 +413,7 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
         smem_env && smem_env[0] == '1' && optin_shared_memory_per_block() >= kSeqSmem;
     const std::size_t seq_smem = shared_tables ? kSeqSmem : 0;
     zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
-        d_src, counters, steps, arena, seq_fast, shared_tables);
+        d_src, counters, steps, arena, seq_reader, shared_tables);
     zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                           stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
                                     verify_checksum);

@@ -31,7 +31,7 @@ using namespace cs_zstd_test;
 // entropy, then execute the steps. When `reverse`, as the GPU runs them: pass 2a (literals,
 // tables) for every block in reverse block order, each block with table space filled with
 // garbage (a block needs nothing from the blocks decoded before it), then pass 2b (sequence
-// streams, through the fast reader) for every block from a garbage-filled copy of its tables;
+// streams, through `reader`) for every block from a garbage-filled copy of its tables;
 // otherwise both halves of pass 2 per block, general reader only. Exact-size heap buffers, so that AddressSanitizer sees any overrun.
 struct SplitStats {
   long blocks = 0;          // compressed blocks decoded
@@ -41,7 +41,7 @@ struct SplitStats {
 SplitStats g_split;
 
 DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* dst, std::size_t size, bool verify,
-                          bool reverse) {
+                          bool reverse, zl::SeqReader reader) {
   short norm[zl::kFseMaxSymbols];
   zl::PlanTotals count{}, wrote{};
   zl::plan_buffer(src, n, nullptr, 0, norm, &count);
@@ -69,7 +69,7 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
       std::memset(static_cast<void*>(slot.get()), 0x5A, sizeof(zl::SeqTables));
       std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch.get() + st.scratch),
                   sizeof(zl::SeqTables));
-      zl::decode_block_sequences(src, &st, slot.get(), scratch.get() + st.scratch, /*fast=*/true);
+      zl::decode_block_sequences(src, &st, slot.get(), scratch.get() + st.scratch, reader);
     }
   }
   for (const auto& st : steps) {
@@ -97,7 +97,11 @@ DecodeStatus shared_decode(const Bytes& enc, std::size_t size, Bytes* out, bool 
   const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), enc.size(), dst.get(), size, ws.get(), verify);
   out->assign(dst.get(), dst.get() + size);
   std::unique_ptr<std::uint8_t[]> dst2(new std::uint8_t[size ? size : 1]);
-  const DecodeStatus s2 = split_decode(src.get(), enc.size(), dst2.get(), size, verify, (calls++ % 2) == 1);
+  // Calls alternate between the forward order and the GPU's order, whose pass 2b takes turns
+  // with the word window and the fast bit reader.
+  const int call = calls++;
+  const DecodeStatus s2 = split_decode(src.get(), enc.size(), dst2.get(), size, verify, call % 2 == 1,
+                                       call % 4 == 1 ? zl::SeqReader::kWindow : zl::SeqReader::kFastBits);
   EXPECT_STREQ(decode_status_name(s2), decode_status_name(s)) << "split passes vs one pass, call " << calls;
   if (s == DecodeStatus::kOk && s2 == DecodeStatus::kOk) {
     EXPECT_TRUE(std::memcmp(dst.get(), dst2.get(), size) == 0) << "split passes: bytes differ, call " << calls;
@@ -474,6 +478,92 @@ TEST(ZstdLogic, SplitPlanSteps) {
   EXPECT_EQ(cs[1].kind, zl::kStepCompressed);
   EXPECT_EQ(cs[2].kind, zl::kStepError);
   EXPECT_EQ(cs[2].status, static_cast<std::uint32_t>(DecodeStatus::kCorrupt));
+}
+
+// The arithmetic form of the literal- and match-length code tables (ll_code, ml_code, used by
+// the word-window reader) against the tables of section 3.1.1.3.2.1.1, every code.
+TEST(ZstdLogic, LengthCodeArithmeticMatchesTheTables) {
+  for (std::uint32_t c = 0; c <= zl::kLlMaxSymbol; ++c) {
+    std::uint32_t base = 0, bits = 0;
+    zl::ll_code(c, &base, &bits);
+    EXPECT_EQ(base, zl::ll_base(c)) << "literal-length code " << c;
+    EXPECT_EQ(bits, zl::ll_bits(c)) << "literal-length code " << c;
+  }
+  for (std::uint32_t c = 0; c <= zl::kMlMaxSymbol; ++c) {
+    std::uint32_t base = 0, bits = 0;
+    zl::ml_code(c, &base, &bits);
+    EXPECT_EQ(base, zl::ml_base(c)) << "match-length code " << c;
+    EXPECT_EQ(bits, zl::ml_bits(c)) << "match-length code " << c;
+  }
+}
+
+// Pass 2b block by block with each SeqReader, from the same pass-2a output: the same status,
+// record count, records and repeat offsets, on intact frames of every data kind and level and
+// on frames with damaged sequence sections (where the readers must stop at the same record).
+TEST(ZstdLogic, SequenceReadersGiveTheSameRecords) {
+  short norm[zl::kFseMaxSymbols];
+  std::vector<Bytes> frames;
+  for (const auto& kind : cs_codec_test::kDataKinds) {
+    const Bytes src = kind.make(300000);
+    for (int level : {-1, 1, 3, 5, 9, 19}) frames.push_back(zstd_plain(src, level));
+  }
+  frames.push_back(zstd_plain(era5_bytes(1u << 20, 21), 3));
+  frames.push_back(zstd_streamed(era5_bytes(400000, 22), 5, 9000, false));
+  std::mt19937 rng(20261122);
+  const std::size_t intact = frames.size();
+  for (std::size_t k = 0; k < intact; ++k) {  // damaged copies: bytes flipped past the frame header
+    for (int d = 0; d < 6; ++d) {
+      Bytes m = frames[k];
+      for (int j = 0; j < 3; ++j) m[20 + rng() % (m.size() - 20)] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+      frames.push_back(m);
+    }
+  }
+  long blocks = 0, window_blocks = 0, errors = 0;
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    const Bytes& enc = frames[f];
+    zl::PlanTotals count{}, wrote{};
+    zl::plan_buffer(enc.data(), enc.size(), nullptr, 0, norm, &count);
+    std::vector<zl::BlockStep> steps(count.steps);
+    zl::plan_buffer(enc.data(), enc.size(), steps.data(), 0, norm, &wrote);
+    std::vector<std::uint8_t> scratch(count.scratch + 1);
+    std::unique_ptr<zl::ZstdTables> tables(new zl::ZstdTables);
+    for (auto& st : steps) {
+      if (st.kind != zl::kStepCompressed) continue;
+      zl::decode_block_literals(zl::SerialTeam{}, enc.data(), &st, tables.get(), scratch.data() + st.scratch);
+      if (!zl::needs_sequences(st)) continue;
+      ++blocks;
+      window_blocks += st.seq_at >= 8 && st.seq_avail * 8 >= zl::kWindowMinBits + 8;
+      const std::size_t rec_bytes = std::size_t(12) * st.seq_cap;
+      const std::uint8_t* recs = scratch.data() + st.scratch + zl::step_lit_bytes(st);
+      std::vector<std::uint8_t> first;
+      zl::BlockStep ref{};
+      for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
+        zl::BlockStep s = st;
+        std::memset(scratch.data() + st.scratch + zl::step_lit_bytes(st), 0xEE, rec_bytes);
+        zl::decode_block_sequences(enc.data(), &s, zl::step_seq_tables(st, scratch.data() + st.scratch),
+                                   scratch.data() + st.scratch, reader);
+        if (reader == zl::SeqReader::kGeneral) {
+          ref = s;
+          first.assign(recs, recs + rec_bytes);
+          errors += s.status != static_cast<std::uint32_t>(DecodeStatus::kOk);
+          continue;
+        }
+        const int r = static_cast<int>(reader);
+        ASSERT_EQ(s.status, ref.status) << "frame " << f << ", reader " << r;
+        ASSERT_EQ(s.n_ok, ref.n_ok) << "frame " << f << ", reader " << r;
+        for (int q = 0; q < 3; ++q) EXPECT_EQ(s.reps_end[q], ref.reps_end[q]) << "frame " << f << ", reader " << r;
+        // Records 0..n_ok of each array (the arrays are seq_cap long, one after another).
+        for (int a = 0; a < 3; ++a) {
+          const std::size_t at = std::size_t(4) * st.seq_cap * a, len = std::size_t(4) * s.n_ok;
+          ASSERT_EQ(std::memcmp(recs + at, first.data() + at, len), 0) << "frame " << f << ", reader " << r << ", array " << a;
+        }
+      }
+    }
+  }
+  std::printf("[ZstdLogic] pass 2b readers compared on %ld blocks (%ld long enough for the window), %ld with errors\n",
+              blocks, window_blocks, errors);
+  EXPECT_GT(window_blocks, blocks / 2);
+  EXPECT_GT(errors, 0);
 }
 
 TEST(ZstdLogic, CaseCount) { std::printf("[ZstdLogic] %d differential cases outside the level sweep\n", g_cases); }

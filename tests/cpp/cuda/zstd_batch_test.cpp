@@ -264,6 +264,28 @@ TEST(ZstdBatch, SharedMemoryTablesOnRequestGiveTheSameBytes) {
   run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
 }
 
+// The sequences kernel's other stream readers (CUBESTREAM_ZSTD_SEQ_READER=general, =bits; the
+// default is the word window): same statuses and bytes as the default, with both table
+// placements.
+TEST(ZstdBatch, EverySequenceReaderGivesTheSameBytes) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  struct Unset {
+    ~Unset() {
+      ::unsetenv("CUBESTREAM_ZSTD_SEQ_READER");
+      ::unsetenv("CUBESTREAM_ZSTD_SEQ_SMEM");
+    }
+  } unset;
+  for (const char* reader : {"general", "bits", "window"}) {
+    for (const char* smem : {"0", "1"}) {
+      SCOPED_TRACE(std::string("reader ") + reader + ", shared-memory tables " + smem);
+      ::setenv("CUBESTREAM_ZSTD_SEQ_READER", reader, 1);
+      ::setenv("CUBESTREAM_ZSTD_SEQ_SMEM", smem, 1);
+      run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+    }
+  }
+}
+
 // Scratches smaller than version 2 asks for: version 1's size (n workspaces), and the size for
 // a batch that decodes to nothing. Buffers whose blocks do not fit the arena go to version 1,
 // the rest to version 2, in one call; statuses and bytes must not change.

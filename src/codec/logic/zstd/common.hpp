@@ -211,4 +211,66 @@ struct FastBackwardBits {
   }
 };
 
+
+// A third reader of the same backward stream, for the GPU's sequence pass (pass 2b): a
+// 128-bit window of two aligned 8-byte words (`hi` = word j, `lo` = word j - 1, counting
+// words from `a`, the stream's start rounded down to 8 bytes) and the next two words below
+// them already loaded (`n1`, `n2`). Reading takes no branch and no load in the dependent chain:
+// extract() cuts n <= 31 bits out of the window at a bit offset the caller computes from the
+// field widths, and advance() moves the window down to the caller's new position with selects,
+// loading the word it will need two advances later. The caller keeps positions (`abit`: bits
+// not yet read, counted from `a`) and guarantees that it never reads more than 63 bits between
+// advances and that abit >= 3 * 64 + the bits it reads before the next check, so that every
+// word loaded lies inside [a, end of the stream). Word j (the top one) is loaded byte by byte,
+// once: it may reach past the stream's end.
+struct BackwardWordWindow {
+  const u8* a;
+  u32 j;
+  u64 hi, lo, n1, n2;
+
+  CS_HD u64 word(u32 k) const {
+#if CS_DEVICE_PASS
+    return reinterpret_cast<const u64*>(a)[k];
+#else
+    return load_le64(a + 8 * std::size_t(k));
+#endif
+  }
+  // The window for `pos` bits left of the stream p[0, size) (p - 8 still inside the caller's
+  // buffer: the first word may start up to 7 bytes before p). Returns abit.
+  CS_HD u32 init(const u8* p, std::size_t size, u32 pos) {
+    const u32 m = static_cast<u32>(reinterpret_cast<std::uintptr_t>(p) & 7);
+    a = p - m;
+    const u32 abit = pos + 8 * m;
+    j = (abit - 1) >> 6;
+    hi = 0;
+    for (u32 i = 0; i < 8; ++i) {  // word j, without the bytes past the stream's end
+      const std::size_t at = std::size_t(8) * j + i;
+      if (at < m + size) hi |= u64(a[at]) << (8 * i);
+    }
+    lo = word(j - 1);
+    n1 = word(j - 2);
+    n2 = word(j - 3);
+    return abit;
+  }
+  // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 31.
+  CS_HD u32 extract(u32 bit, u32 n) const {
+    const u32 off = bit - 64 * (j - 1);  // 0 <= off < 128
+    const bool upper = off >= 64;
+    const u64 x = upper ? hi : lo, y = upper ? 0 : hi;
+    const u32 s = off & 63;
+    const u64 v = (x >> s) | ((y << 1) << (63 - s));
+    return static_cast<u32>(v) & ((1u << n) - 1);
+  }
+  // Moves the window to abit (at most 63 bits below the last position).
+  CS_HD void advance(u32 abit) {
+    const u32 jn = (abit - 1) >> 6;
+    const bool down = jn != j;
+    hi = down ? lo : hi;
+    lo = down ? n1 : lo;
+    n1 = down ? n2 : n1;
+    n2 = word(jn >= 3 ? jn - 3 : 0);  // the same word again when the window did not move
+    j = jn;
+  }
+};
+
 }  // namespace cubestream::codec::logic::zstd

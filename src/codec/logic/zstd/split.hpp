@@ -128,6 +128,17 @@ struct PlanTotals {
   u64 scratch;  // scratch bytes the compressed blocks need, 16-byte aligned each
 };
 
+// How pass 2b reads a sequence stream, up to its last few sequences (which always take the
+// general reader): kGeneral, BackwardBits with every check; kFastBits, FastBackwardBits
+// (SequenceStream::next_fast: a branch and maybe a load per field); kWindow, a
+// BackwardWordWindow (next_from_window: no branch, no load in the dependent chain). The same
+// records and statuses from each.
+enum class SeqReader : u32 { kGeneral = 0, kFastBits = 1, kWindow = 2 };
+
+// A window loop's sequence may start only this far from the stream's start (in the window's
+// bit count): after it (<= 89 bits) the window's lowest loaded word is still word 0.
+inline constexpr u32 kWindowMinBits = 3 * 64 + 1 + SequenceStream::kMaxSequenceBits;
+
 namespace detail {
 
 struct PlanState {
@@ -353,31 +364,27 @@ CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockSte
 }
 
 // Record i of a block: ll, ml and the offset, or a symbolic offset's index and amount
-// subtracted, tagged in the literal length (see kRecSym).
+// subtracted, tagged in the literal length (see kRecSym). Selects, not a branch: on the GPU
+// each lane of a warp stores the records of its own block.
 CS_HD inline void store_record(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u32 ll, u32 ml, u64 offset) {
-  if (sym_is(offset)) {
-    rec_ll[i] = ll | kRecSym | (sym_idx(offset) << 29);
-    rec_off[i] = static_cast<u32>(sym_sub(offset));
-  } else {
-    rec_ll[i] = ll;
-    rec_off[i] = static_cast<u32>(offset);
-  }
+  const bool sym = sym_is(offset);
+  rec_ll[i] = ll | (sym ? kRecSym | (sym_idx(offset) << 29) : 0u);
+  rec_off[i] = sym ? static_cast<u32>(sym_sub(offset)) : static_cast<u32>(offset);
   rec_ml[i] = ml;
 }
 
-// The sequence stream of one block, by one thread, with the tables of pass 2a. With `fast`,
-// the sequences before the last one are read with FastBackwardBits while enough bits remain
-// (SequenceStream::next_fast), the rest as always: same records, same statuses.
+// The sequence stream of one block, by one thread, with the tables of pass 2a, read as
+// `reader` says.
 template <class Tables>
 CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Tables* t, u8* blk, u32* n_ok,
-                                     RepeatOffsets* reps, bool fast) {
+                                     RepeatOffsets* reps, SeqReader reader) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
   u32* rec_ml = rec_ll + s.seq_cap;
   u32* rec_off = rec_ml + s.seq_cap;
   u32 i = 0;
-  if (fast) {
+  if (reader == SeqReader::kFastBits) {
     FastBackwardBits fb(stream.bits);
     while (i < s.seq_cap && i + 1 < s.nb_seq && fb.pos >= 57 + SequenceStream::kMaxSequenceBits) {
       u32 ll = 0, ml = 0;
@@ -389,6 +396,27 @@ CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Ta
     }
     stream.bits.pos = fb.pos;
     stream.bits.win_byte = ~u64(0);  // the general reader reloads its window
+  } else if (reader == SeqReader::kWindow && s.seq_at >= 8 && stream.bits.pos >= kWindowMinBits) {
+    // (The window's first word may start up to 7 bytes before the stream: inside src, as
+    // seq_at >= 8.)
+    BackwardWordWindow w;
+    const u32 pos = static_cast<u32>(stream.bits.pos);
+    u32 abit = w.init(src + s.seq_at, static_cast<std::size_t>(s.seq_avail), pos);
+    const u32 lead = abit - pos;
+    u32 lls = stream.ll_state, mls = stream.ml_state, ofs = stream.of_state;
+    while (i < s.seq_cap && i + 1 < s.nb_seq && abit >= kWindowMinBits) {
+      u32 ll = 0, ml = 0, of_value = 0;
+      u64 offset = 0;
+      next_from_window(t, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
+      if (!update_repeat_offsets_flat(reps, of_value, ll, &offset)) return DecodeStatus::kCorrupt;
+      store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
+      *n_ok = ++i;
+    }
+    stream.ll_state = lls;
+    stream.ml_state = mls;
+    stream.of_state = ofs;
+    stream.bits.pos = abit - lead;
+    stream.bits.win_byte = ~u64(0);
   }
   for (; i < s.seq_cap; ++i) {
     u32 ll = 0, ml = 0;
@@ -428,13 +456,13 @@ CS_HD void decode_block_literals(const Team& team, const u8* src, BlockStep* s, 
 
 // Pass 2b for one block with needs_sequences(*s), by one thread; `t` holds the block's
 // SeqTables (its scratch copy, or a copy of that). Writes s->status, s->n_ok, s->reps_end.
-// `fast`: see entropy_sequences (the same results either way).
+// `reader`: see SeqReader (the same results from each).
 CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk,
-                                         bool fast = false) {
+                                         SeqReader reader = SeqReader::kGeneral) {
   u32 n_ok = 0;
   // Repeat offsets relative to the block's incoming ones (kSymTag).
   RepeatOffsets reps{{sym_rep(0), sym_rep(1), sym_rep(2)}};
-  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, fast);
+  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, reader);
   s->status = static_cast<u32>(st);
   s->n_ok = n_ok;
   for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
