@@ -215,14 +215,17 @@ struct FastBackwardBits {
 // A third reader of the same backward stream, for the GPU's sequence pass (pass 2b): a
 // 128-bit window of two aligned 8-byte words (`hi` = word j, `lo` = word j - 1, counting
 // words from `a`, the stream's start rounded down to 8 bytes) and the next two words below
-// them already loaded (`n1`, `n2`). Reading takes no branch and no load in the dependent chain:
-// extract() cuts n <= 31 bits out of the window at a bit offset the caller computes from the
-// field widths, and advance() moves the window down to the caller's new position with selects,
-// loading the word it will need two advances later. The caller keeps positions (`abit`: bits
-// not yet read, counted from `a`) and guarantees that it never reads more than 63 bits between
-// advances and that abit >= 3 * 64 + the bits it reads before the next check, so that every
-// word loaded lies inside [a, end of the stream). Word j (the top one) is loaded byte by byte,
-// once: it may reach past the stream's end.
+// them (`n1`, `n2`). extract() cuts n <= 31 bits out of the window at a bit offset the caller
+// computes from the field widths, and advance() moves the window down to the caller's new
+// position, by selects and without a load; the caller reads at most 63 bits between advances
+// and advances at most twice between refill()s, which load the two words below the window.
+// So on the GPU no load waits inside a sequence: refill() at the end of one sequence is in
+// flight together with the next sequence's table lookups (an ncu profile showed the
+// sequence loop waiting on a word loaded one advance earlier for a quarter of its stalls).
+// The caller keeps positions (`abit`: bits not yet read, counted from `a`) and guarantees
+// abit >= 3 * 64 + the bits it reads before the next check, so that every word loaded lies
+// inside [a, end of the stream). Word j (the top one) is loaded byte by byte, once: it may
+// reach past the stream's end.
 struct BackwardWordWindow {
   const u8* a;
   u32 j;
@@ -248,9 +251,13 @@ struct BackwardWordWindow {
       if (at < m + size) hi |= u64(a[at]) << (8 * i);
     }
     lo = word(j - 1);
+    refill();
+    return abit;
+  }
+  // The two words below the window (j >= 3).
+  CS_HD void refill() {
     n1 = word(j - 2);
     n2 = word(j - 3);
-    return abit;
   }
   // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 31.
   CS_HD u32 extract(u32 bit, u32 n) const {
@@ -261,14 +268,14 @@ struct BackwardWordWindow {
     const u64 v = (x >> s) | ((y << 1) << (63 - s));
     return static_cast<u32>(v) & ((1u << n) - 1);
   }
-  // Moves the window to abit (at most 63 bits below the last position).
+  // Moves the window to abit (at most 63 bits below the last position): down by one word or
+  // not at all.
   CS_HD void advance(u32 abit) {
     const u32 jn = (abit - 1) >> 6;
     const bool down = jn != j;
     hi = down ? lo : hi;
     lo = down ? n1 : lo;
     n1 = down ? n2 : n1;
-    n2 = word(jn >= 3 ? jn - 3 : 0);  // the same word again when the window did not move
     j = jn;
   }
 };

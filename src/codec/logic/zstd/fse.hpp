@@ -11,7 +11,9 @@ namespace cubestream::codec::logic::zstd {
 
 // One state of an FSE decoding table: the symbol it emits and how to reach the next state,
 // next = base + (nbits bits read from the stream).
-struct FseEntry {
+// 4-byte aligned, so that the GPU reads an entry with one load (the sequence pass looks up
+// three per sequence, each in its dependent chain).
+struct alignas(4) FseEntry {
   u16 base;
   u8 nbits;
   u8 symbol;

@@ -227,6 +227,7 @@ CS_HD inline void next_from_window(const Tables* t, BackwardWordWindow* w, u32* 
   *ml_state = mle.base + w->extract(b4, mle.nbits);
   *of_state = ofe.base + w->extract(b5, ofe.nbits);
   w->advance(b5);
+  w->refill();
   *abit = b5;
 }
 
