@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
   }
 }
 
-// Pass 2b: a warp takes 32 consecutive steps at a time and each lane decodes the sequence
+// Pass 2b: a warp takes 32 (steps_per_warp) consecutive steps at a time and each lane decodes the sequence
 // stream of its step when pass 2a left it ok, reading the block's tables where pass 2a wrote
 // them in the scratch or, with shared_tables, from a copy in the lane's slot of shared memory;
 // the warp meets again after them. (A first version with a queue per
@@ -216,18 +216,18 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 // chains per SM, ~60 ms at level 3 for 256 x 4 MiB; docs/gpu_zstd.md, version 3.)
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
-                          zl::SeqReader reader, bool shared_tables) {
+                          zl::SeqReader reader, bool shared_tables, unsigned steps_per_warp) {
   extern __shared__ uint4 seq_smem[];
   const unsigned lane = threadIdx.x & 31u;
   zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + threadIdx.x;
   const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
   for (;;) {
     unsigned long long base = 0;
-    if (lane == 0) base = atomicAdd(&counters->seq_queue, static_cast<unsigned long long>(kSeqLanes));
+    if (lane == 0) base = atomicAdd(&counters->seq_queue, static_cast<unsigned long long>(steps_per_warp));
     base = __shfl_sync(0xFFFFFFFFu, base, 0);
     if (base >= total) break;
     const unsigned long long k = base + lane;
-    if (k < total) {
+    if (lane < steps_per_warp && k < total) {
       zl::BlockStep st = steps[k];
       if (zl::needs_sequences(st)) {
         const auto* p = static_cast<const zl::u8*>(src[st.owner]);
@@ -305,6 +305,15 @@ zl::SeqReader sequence_reader_from_env() {
   if (env && std::strcmp(env, "general") == 0) return zl::SeqReader::kGeneral;
   if (env && std::strcmp(env, "bits") == 0) return zl::SeqReader::kFastBits;
   return zl::SeqReader::kWindow;
+}
+
+// Steps a warp of the sequences kernel takes at a time, one per lane: 32 by default. Fewer
+// (CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP=8 or 16, for A/B runs) spread the same chains over more
+// warps, so that each table lookup of a warp touches fewer cache lines.
+unsigned sequence_steps_per_warp_from_env() {
+  const char* env = std::getenv("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP");
+  const long v = env ? std::strtol(env, nullptr, 10) : 32;
+  return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 32u;
 }
 
 int entropy_blocks() {
@@ -413,7 +422,7 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
         smem_env && smem_env[0] == '1' && optin_shared_memory_per_block() >= kSeqSmem;
     const std::size_t seq_smem = shared_tables ? kSeqSmem : 0;
     zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
-        d_src, counters, steps, arena, seq_reader, shared_tables);
+        d_src, counters, steps, arena, seq_reader, shared_tables, sequence_steps_per_warp_from_env());
     zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                           stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
                                     verify_checksum);
