@@ -208,12 +208,12 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
   }
 }
 
-// Pass 2b: a warp takes steps_per_warp (<= 32) consecutive steps at a time and each lane decodes the sequence
-// stream of its step when pass 2a left it ok, reading the block's tables where pass 2a wrote
-// them in the scratch or, with shared_tables, from a copy in the lane's slot of shared memory;
-// the warp meets again after them. (A first version with a queue per
-// lane took the same time: the limit is one lane's dependent chain per sequence with 32
-// chains per SM, ~60 ms at level 3 for 256 x 4 MiB; docs/gpu_zstd.md, version 3.)
+// Pass 2b: a warp takes steps_per_warp (<= 32) consecutive steps at a time and each lane
+// decodes the sequence stream of its step when pass 2a left it ok, reading the block's tables
+// where pass 2a wrote them in the scratch or, with shared_tables, from a copy in the lane's
+// slot of shared memory; the warp meets again after them. Each lane is one long dependent
+// chain (a table lookup per sequence), so the kernel takes as long as the block with the
+// most sequences; docs/gpu_zstd.md, versions 3 and 3.5.
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
                           zl::SeqReader reader, bool shared_tables, unsigned steps_per_warp) {
