@@ -6,15 +6,21 @@
 // bit 1 take the output size from the frames' content sizes instead (when they all have
 // one, up to 4 MiB) so that valid seeds decode fully. The rest is the input. Output and
 // input are heap buffers of exactly their size, so AddressSanitizer reports any access past
-// them. When both the shared decoder and libzstd succeed, their bytes must be equal.
+// them. When both the shared decoder and libzstd succeed, their bytes must be equal. The same
+// input also goes through the GPU's split passes (split.hpp: plan, literals and tables, the
+// sequence streams through the word-window reader that pass 2b uses by default, execution),
+// run here by one thread in the GPU's order; they must give the one-pass decoder's status and
+// bytes.
 #include <zstd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/split.hpp"
 
 namespace zl = cubestream::codec::logic::zstd;
 using cubestream::codec::logic::DecodeStatus;
@@ -51,6 +57,34 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (n) std::memcpy(src.get(), in, n);
   std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_size]);
   const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), n, out.get(), out_size, ws, verify);
+  {
+    short norm[zl::kFseMaxSymbols];
+    zl::PlanTotals count{}, wrote{};
+    zl::plan_buffer(src.get(), n, nullptr, 0, norm, &count);
+    if (count.scratch <= (64u << 20)) {
+      std::vector<zl::BlockStep> steps(count.steps);
+      zl::plan_buffer(src.get(), n, steps.data(), 0, norm, &wrote);
+      std::unique_ptr<std::uint8_t[]> scratch(new std::uint8_t[count.scratch ? count.scratch : 1]);
+      static zl::ZstdTables* tables = new zl::ZstdTables;
+      for (std::size_t k = steps.size(); k-- > 0;) {  // pass 2a, last block first
+        if (steps[k].kind == zl::kStepCompressed) {
+          zl::decode_block_literals(zl::SerialTeam{}, src.get(), &steps[k], tables, scratch.get() + steps[k].scratch);
+        }
+      }
+      for (auto& st : steps) {  // pass 2b
+        if (zl::needs_sequences(st)) {
+          zl::decode_block_sequences(src.get(), &st, zl::step_seq_tables(st, scratch.get() + st.scratch),
+                                     scratch.get() + st.scratch, zl::SeqReader::kWindow);
+        }
+      }
+      std::unique_ptr<std::uint8_t[]> out2(new std::uint8_t[out_size]);
+      std::uint64_t acc[4];
+      const DecodeStatus s2 = zl::execute_steps(zl::SerialTeam{}, src.get(), steps.data(), steps.size(), scratch.get(),
+                                                out2.get(), out_size, verify, acc);
+      if (s2 != s) std::abort();
+      if (s == DecodeStatus::kOk && out_size && std::memcmp(out.get(), out2.get(), out_size) != 0) std::abort();
+    }
+  }
   if (s != DecodeStatus::kOk) return 0;
   // libzstd, frame by frame, into the same size
   std::unique_ptr<std::uint8_t[]> ref(new std::uint8_t[out_size]);
