@@ -59,8 +59,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), n, out.get(), out_size, ws, verify);
   {
     short norm[zl::kFseMaxSymbols];
-    zl::PlanTotals count{}, wrote{};
+    zl::PlanTotals count{}, wrote{}, bound{};
     zl::plan_buffer(src.get(), n, nullptr, 0, norm, &count);
+    zl::plan_buffer_bound(src.get(), n, norm, &bound);  // what the GPU reserves
+    if (bound.steps < count.steps || bound.scratch < count.scratch) std::abort();
     if (count.scratch <= (64u << 20)) {
       std::vector<zl::BlockStep> steps(count.steps);
       zl::plan_buffer(src.get(), n, steps.data(), 0, norm, &wrote);

@@ -2,9 +2,9 @@
 // version 1 (one warp per buffer) as the path for whatever does not fit the scratch.
 //
 // Five launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
-//   plan      one thread per buffer: plan_buffer (codec/logic/zstd/split.hpp) counts its
+//   plan      one thread per buffer: plan_buffer_bound (codec/logic/zstd/split.hpp) bounds its
 //             steps and scratch, reserves both from counters in the scratch (or marks the
-//             buffer for version 1 when they do not fit), then writes the steps.
+//             buffer for version 1 when they do not fit), then plan_buffer writes the steps.
 //   entropy   one warp per compressed block of the whole batch, from a queue: rebuilds the
 //             block's Huffman and FSE tables in shared memory, decodes its literals (four
 //             Huffman streams on lanes 0-3) and copies its sequence-code tables to the scratch.
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kPlanThreads)
     const auto* p = static_cast<const zl::u8*>(src[b]);
     short norm[zl::kFseMaxSymbols];
     zl::PlanTotals need{};
-    zl::plan_buffer(p, n, nullptr, 0, norm, &need);
+    zl::plan_buffer_bound(p, n, norm, &need);  // the descriptions are parsed once, below
     // Arena first: arena reserved for a buffer that then gets no steps just stays unused,
     // whereas every reserved step must be written (the entropy kernel reads them all).
     const unsigned long long a0 = reserve(&counters->arena_used, need.scratch, arena_cap);
@@ -178,6 +178,15 @@ __global__ void __launch_bounds__(kPlanThreads)
       zl::PlanTotals wrote{};
       zl::plan_buffer(p, n, steps + s0, a0, norm, &wrote);
       for (unsigned long long k = 0; k < wrote.steps; ++k) steps[s0 + k].owner = b;
+      // Reserved past a damaged description's error step: error steps, which the entropy and
+      // sequences kernels skip and the execute kernel never reaches (it runs wrote.steps).
+      for (unsigned long long k = wrote.steps; k < need.steps; ++k) {
+        zl::BlockStep e{};
+        e.kind = zl::kStepError;
+        e.status = static_cast<zl::u32>(DecodeStatus::kCorrupt);
+        e.owner = b;
+        steps[s0 + k] = e;
+      }
       plan = BufferPlan{s0, wrote.steps, kRouteV2, 0};
     }
   }

@@ -167,7 +167,7 @@ struct FrameTables {
 
 // Parses the sections of a compressed block, content src[at, at + size), into *s.
 CS_HD inline DecodeStatus plan_compressed(const u8* src, u64 at, std::size_t size, FrameTables* ft, BlockStep* s,
-                                          short* norm) {
+                                          short* norm, bool bound) {
   const u8* c = src + at;
   LiteralsHeader lh;
   CS_ZSTD_TRY(parse_literals_header(c, size, &lh));
@@ -190,6 +190,10 @@ CS_HD inline DecodeStatus plan_compressed(const u8* src, u64 at, std::size_t siz
     return DecodeStatus::kOk;
   }
   CS_ZSTD_REQUIRE(p < m, kCorrupt);
+  if (bound) {  // what the scratch size needs is known; the table descriptions are not parsed
+    s->seq_cap = nb_seq < kMaxStoredSeqs ? nb_seq : kMaxStoredSeqs;
+    return DecodeStatus::kOk;
+  }
   const u32 modes = q[p++];
   CS_ZSTD_REQUIRE((modes & 3) == 0, kCorrupt);  // reserved bits
   // Table descriptions in the order literal lengths, offsets, match lengths.
@@ -225,11 +229,12 @@ CS_HD inline DecodeStatus plan_compressed(const u8* src, u64 at, std::size_t siz
 
 }  // namespace detail
 
-// Pass 1 for one buffer src[0, n): writes its steps to `steps` (or, when null, only counts
-// them) and gives each compressed block scratch from offset `scratch_base` on. `norm` is
-// scratch for kFseMaxSymbols shorts. Always ends with a kStepError or after the last frame.
-CS_HD inline void plan_buffer(const u8* src, std::size_t n, BlockStep* steps, u64 scratch_base, short* norm,
-                              PlanTotals* totals) {
+namespace detail {
+
+// plan_buffer's walk; with `bound`, counting only, without parsing the blocks' table
+// descriptions (see plan_buffer_bound).
+CS_HD inline void plan_walk(const u8* src, std::size_t n, BlockStep* steps, u64 scratch_base, short* norm,
+                            PlanTotals* totals, bool bound) {
   detail::PlanState ps{steps, 0, scratch_base};
   std::size_t p = 0;
   while (p < n) {
@@ -293,7 +298,7 @@ CS_HD inline void plan_buffer(const u8* src, std::size_t n, BlockStep* steps, u6
         tmp.kind = kStepCompressed;
         tmp.at = q;
         tmp.size = size;
-        err = detail::plan_compressed(src, q, size, &ft, &tmp, norm);
+        err = detail::plan_compressed(src, q, size, &ft, &tmp, norm, bound);
         if (err != DecodeStatus::kOk) break;
         tmp.scratch = ps.scratch;
         ps.scratch += step_scratch_bytes(tmp);
@@ -322,6 +327,25 @@ CS_HD inline void plan_buffer(const u8* src, std::size_t n, BlockStep* steps, u6
   }
   totals->steps = ps.n;
   totals->scratch = ps.scratch - scratch_base;
+}
+
+}  // namespace detail
+
+// Pass 1 for one buffer src[0, n): writes its steps to `steps` (or, when null, only counts
+// them) and gives each compressed block scratch from offset `scratch_base` on. `norm` is
+// scratch for kFseMaxSymbols shorts. Always ends with a kStepError or after the last frame.
+CS_HD inline void plan_buffer(const u8* src, std::size_t n, BlockStep* steps, u64 scratch_base, short* norm,
+                              PlanTotals* totals) {
+  detail::plan_walk(src, n, steps, scratch_base, norm, totals, false);
+}
+
+// At least the steps and scratch plan_buffer gives src[0, n), found without parsing the
+// blocks' table descriptions (the slow part of a plan: a field-by-field bit parse), so that
+// the GPU's plan pass parses each description once, when it writes the steps, not twice. Where
+// a description is damaged, plan_buffer stops with an error step earlier than this counted;
+// the steps reserved past it are never executed.
+CS_HD inline void plan_buffer_bound(const u8* src, std::size_t n, short* norm, PlanTotals* totals) {
+  detail::plan_walk(src, n, nullptr, 0, norm, totals, true);
 }
 
 // ---- pass 2: entropy ------------------------------------------------------------------------
