@@ -67,7 +67,11 @@ BatchPlan BatchPlanner::plan(const std::vector<Sample>& samples) const {
   BatchPlan plan;
   std::map<std::string, std::size_t> task_of;  // cache key -> task index
 
+  plan.samples = samples.size();
+  std::vector<std::size_t> touched_by;  // per task: 1 + the last sample that touched it
   for (std::size_t b = 0; b < samples.size(); ++b) {
+    std::size_t units = 0;
+    std::uint64_t bytes = 0;
     for (int tensor = 0; tensor < 2; ++tensor) {
       const std::vector<Region> steps =
           tensor == 0 ? sampler_.input_regions(samples[b]) : sampler_.target_regions(samples[b]);
@@ -192,6 +196,12 @@ BatchPlan BatchPlanner::plan(const std::vector<Sample>& samples) const {
                 plan.tasks.push_back(UnitTask{sid, u, key, {}});
               }
               plan.tasks[it->second].pieces.push_back(std::move(pc));
+              touched_by.resize(plan.tasks.size(), 0);
+              if (touched_by[it->second] != b + 1) {
+                touched_by[it->second] = b + 1;
+                ++units;
+                bytes += us.array.unit_bytes();
+              }
               std::size_t a = rank;
               while (a > 0 && ++u[a - 1] == uhi[a - 1]) {
                 u[a - 1] = ulo[a - 1];
@@ -203,6 +213,8 @@ BatchPlan BatchPlanner::plan(const std::vector<Sample>& samples) const {
         }
       }
     }
+    plan.sample_units_max = std::max(plan.sample_units_max, units);
+    plan.sample_bytes_max = std::max(plan.sample_bytes_max, bytes);
   }
   return plan;
 }

@@ -47,6 +47,13 @@ struct UnitTask {
 
 struct BatchPlan {
   std::vector<UnitTask> tasks;
+  // What the batch would need if its samples shared no unit (a shuffled batch of the same
+  // size may not): the sample count, and the most units and unit bytes one sample touches.
+  // The GPU stage sizes its pinned staging once from this, so that a later batch never has
+  // to pin more.
+  std::size_t samples = 0;
+  std::size_t sample_units_max = 0;
+  std::uint64_t sample_bytes_max = 0;
 };
 
 class BatchPlanner {

@@ -116,6 +116,7 @@ struct GpuStage::SlotGpu {
   void* assembled = nullptr;  // the assembly read its meta
   void* last = nullptr;       // the event after which nothing of this slot is in use; null: never used
   bool staging_sized = false; // fetch() sized the slot's arena for a decoded batch (once)
+  bool meta_sized = false;    // launch() sized the meta buffers for an unshared batch (once)
 };
 
 // One unit fetched by this batch: where its bytes lie in the staging arena.
@@ -416,6 +417,11 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
       const std::size_t ub = planner_.sources()[t.source].array.unit_bytes();
       room += (ub + StagingArena::kAlign - 1) / StagingArena::kAlign * StagingArena::kAlign;
     }
+    // At least the same batch with no unit shared between its samples: a shuffled batch may
+    // share fewer units than this first one did (a GPU test caught a later epoch pinning so).
+    const std::size_t unshared =
+        f.plan.samples * (static_cast<std::size_t>(f.plan.sample_bytes_max) + f.plan.sample_units_max * StagingArena::kAlign);
+    room = std::max(room, unshared);
     // Once per slot, with settle()'s eighth of headroom (batches with patches or a short last
     // batch vary in tasks): trying again at every batch would pin whenever the budget happened
     // to free up, mid-run. Later growth, if any, is settle()'s.
@@ -505,8 +511,19 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
             [&](std::size_t a, std::size_t b) { return f.staged[a].offset < f.staged[b].offset; });
 
   // The slot is idle (open() waited for its last batch): its buffers may be replaced.
-  std::uint8_t* hmeta = grow_pinned(g.hmeta, g.hmeta_cap, f.meta_bytes);
-  grow_device(g.dmeta, g.dmeta_cap, f.meta_bytes, decode_stream_);
+  // The first batch of a slot sizes its meta for the batch's samples sharing no unit (see
+  // BatchPlan; the meta grows with the units a batch touches), so that later batches of a
+  // shuffled run do not pin again.
+  std::size_t meta_want = f.meta_bytes;
+  if (!g.meta_sized) {
+    g.meta_sized = true;
+    const std::size_t unshared = f.plan.samples * f.plan.sample_units_max;
+    if (!tasks.empty() && unshared > tasks.size()) {
+      meta_want = align_up((f.meta_bytes + tasks.size() - 1) / tasks.size() * unshared);
+    }
+  }
+  std::uint8_t* hmeta = grow_pinned(g.hmeta, g.hmeta_cap, meta_want);
+  grow_device(g.dmeta, g.dmeta_cap, meta_want, decode_stream_);
   grow_device(g.dstage, g.dstage_cap, std::max<std::size_t>(stage_bytes, 1), copy_stream_);
   auto* dstage = static_cast<std::uint8_t*>(g.dstage);
   auto* dmeta = static_cast<std::uint8_t*>(g.dmeta);

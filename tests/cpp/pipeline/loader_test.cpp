@@ -478,6 +478,39 @@ TEST(Loader, ReadaheadOnAndOffGiveTheSameBatches) {
   EXPECT_THROW(Loader(ConcatenatedTime(three_years()), bad), Error);
 }
 
+// A batch plan's "no unit shared" bound (what the GPU stage sizes its pinned staging by): the
+// most units and unit bytes one sample touches equal those of the sample planned alone, and
+// no batch touches more units than its samples times that.
+TEST(Loader, BatchPlanBoundsTheUnitsOfAnUnsharedBatch) {
+  LoaderConfig cfg = forecast_config();
+  Loader l(ConcatenatedTime(three_years()), cfg);
+  pipeline::BatchPlanner planner(l.selection(), l.sampler());
+  int batches = 0;
+  bool shared = false;
+  while (auto b = l.next()) {
+    const pipeline::BatchPlan plan = planner.plan(b->samples);
+    ASSERT_EQ(plan.samples, b->samples.size());
+    std::size_t units_max = 0;
+    std::uint64_t bytes_max = 0, units_alone = 0;
+    for (const Sample& smp : b->samples) {
+      const pipeline::BatchPlan one = planner.plan({smp});
+      std::uint64_t bytes = 0;
+      for (const auto& t : one.tasks) bytes += planner.sources()[t.source].array.unit_bytes();
+      units_max = std::max(units_max, one.tasks.size());
+      bytes_max = std::max(bytes_max, bytes);
+      units_alone += one.tasks.size();
+      EXPECT_EQ(one.sample_units_max, one.tasks.size());
+    }
+    EXPECT_EQ(plan.sample_units_max, units_max);
+    EXPECT_EQ(plan.sample_bytes_max, bytes_max);
+    EXPECT_LE(plan.tasks.size(), plan.samples * plan.sample_units_max);
+    shared = shared || plan.tasks.size() < units_alone;
+    ++batches;
+  }
+  EXPECT_GT(batches, 2);
+  EXPECT_TRUE(shared) << "no batch whose samples share a unit: the bound is not tested where it matters";
+}
+
 TEST(Loader, ReadaheadHintsExactlyTheUnitsNoEarlierBatchFetches) {
   for (const int ahead : {1, 2}) {
     auto stores = recording_years();
