@@ -299,6 +299,17 @@ void GpuStage::give_read_buffer(Array::EncodedUnit enc) {
 
 // ---- open: a staging slot --------------------------------------------------------------------
 
+void GpuStage::ensure_slot_gpu(std::size_t slots) {
+  while (slot_gpu_.size() < slots) {
+    auto g = std::make_unique<SlotGpu>();
+    g->copied = cuda::create_event(device_);
+    g->units_copied = cuda::create_event(device_);
+    g->decoded = cuda::create_event(device_);
+    g->assembled = cuda::create_event(device_);
+    slot_gpu_.push_back(std::move(g));
+  }
+}
+
 GpuStage::FlightPtr GpuStage::open() {
   const std::optional<std::size_t> slot = slots_.acquire();
   if (!slot) return nullptr;
@@ -306,14 +317,7 @@ GpuStage::FlightPtr GpuStage::open() {
   f->stage = this;
   f->slot = *slot;
   try {
-    while (slot_gpu_.size() <= *slot) {
-      auto g = std::make_unique<SlotGpu>();
-      g->copied = cuda::create_event(device_);
-      g->units_copied = cuda::create_event(device_);
-      g->decoded = cuda::create_event(device_);
-      g->assembled = cuda::create_event(device_);
-      slot_gpu_.push_back(std::move(g));
-    }
+    ensure_slot_gpu(*slot + 1);
     // The slot's last batch (finished or abandoned) may still be on the GPU: its arena,
     // staging and meta are rewritten from here on. Usually long done (one wait per slot).
     if (void* last = slot_gpu_[*slot]->last) cuda::event_synchronize(last);
@@ -427,7 +431,18 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
     // to free up, mid-run. Later growth, if any, is settle()'s.
     g.staging_sized = true;
     room += room / 8;
-    if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);
+    if (staging_room_ == 0) {
+      // The run's first batch: the other slots are made now, at this size, where the budget
+      // has room. Made later, when a batch first finds the others busy (which depends on
+      // timing: it happened in a second epoch in a GPU test), each would pin mid-run.
+      staging_room_ = room;
+      if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);
+      while (slots_.add_idle(room)) {
+      }
+    } else {
+      room = std::max(room, staging_room_);
+      if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);
+    }
   }
   arena.begin();
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0};
@@ -520,6 +535,18 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
     const std::size_t unshared = f.plan.samples * f.plan.sample_units_max;
     if (!tasks.empty() && unshared > tasks.size()) {
       meta_want = align_up((f.meta_bytes + tasks.size() - 1) / tasks.size() * unshared);
+    }
+    meta_want = std::max(meta_want, meta_room_);
+    if (meta_room_ == 0) {
+      // The run's first batch: every slot made so far gets its pinned meta now (see fetch).
+      meta_room_ = meta_want;
+      ensure_slot_gpu(slots_.size());
+      for (std::size_t k = 0; k < slot_gpu_.size(); ++k) {
+        if (k == f.slot) continue;
+        SlotGpu& o = *slot_gpu_[k];
+        grow_pinned(o.hmeta, o.hmeta_cap, meta_want);
+        o.meta_sized = true;
+      }
     }
   }
   std::uint8_t* hmeta = grow_pinned(g.hmeta, g.hmeta_cap, meta_want);

@@ -160,6 +160,11 @@ class GpuStage {
   std::atomic<std::int64_t> ns_pinned_{0};
   StagingSlots slots_;
   std::vector<std::unique_ptr<SlotGpu>> slot_gpu_;
+  // The run's first batch sizes every slot (see fetch and launch): the arena and meta sizes
+  // it chose, which slots' later first batches reuse; 0 until then.
+  std::size_t staging_room_ = 0;
+  std::size_t meta_room_ = 0;
+  void ensure_slot_gpu(std::size_t slots);
   // Device unit cache (LRU, most recent first).
   const std::uint64_t cache_capacity_;
   std::uint64_t cache_bytes_ = 0;

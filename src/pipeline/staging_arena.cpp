@@ -84,6 +84,15 @@ std::optional<std::size_t> StagingSlots::acquire() {
   return slots_.size() - 1;
 }
 
+bool StagingSlots::add_idle(std::size_t bytes) {
+  if (slots_.size() >= max_slots_ || !budget_.try_acquire(bytes)) return false;
+  Slot s;
+  s.arena = std::make_unique<StagingArena>(budget_, memory_);
+  s.arena->reserve(bytes, /*charged=*/true);
+  slots_.push_back(std::move(s));
+  return true;
+}
+
 void StagingSlots::release(std::size_t slot) { slots_.at(slot).busy = false; }
 
 std::size_t StagingSlots::busy() const {

@@ -79,6 +79,10 @@ class StagingSlots {
   // (the first slot is always made; its growth is charged as it happens). nullopt: every
   // slot is busy and no other fits; finish a batch in flight and ask again.
   std::optional<std::size_t> acquire();
+  // A new idle slot whose arena holds `bytes` already, when fewer than max_slots exist and the
+  // budget has room; false otherwise. For making every slot at once, at the start of a run,
+  // rather than when a later batch first finds the others busy.
+  bool add_idle(std::size_t bytes);
   void release(std::size_t slot);
 
   StagingArena& arena(std::size_t slot) { return *slots_[slot].arena; }

@@ -153,5 +153,39 @@ TEST(StagingSlots, NeverMoreThanMaxSlotsAndTheFirstAlwaysComes) {
   EXPECT_EQ(many.size(), 2u);
 }
 
+// Slots made ahead, idle and already sized (what the GPU stage does at a run's first batch):
+// within max_slots and the memory limit, handed out by acquire() without growing.
+TEST(StagingSlots, SlotsMadeAheadAreIdleSizedAndWithinTheLimits) {
+  constexpr std::size_t kRoom = 50000;
+  MemoryBudget budget(3 * kRoom + kRoom / 2);  // room for three arenas, not four
+  StagingSlots slots(budget, host_memory(), 4);
+  auto first = slots.acquire();
+  ASSERT_TRUE(first);
+  slots.arena(*first).reserve(kRoom, /*charged=*/budget.try_acquire(kRoom));
+  int made = 0;
+  while (slots.add_idle(kRoom)) ++made;
+  EXPECT_EQ(made, 2);  // the budget stops it before max_slots
+  EXPECT_EQ(slots.size(), 3u);
+  EXPECT_EQ(slots.busy(), 1u);
+  EXPECT_LE(budget.peak(), budget.limit());
+  for (int k = 0; k < 2; ++k) {
+    const auto s = slots.acquire();
+    ASSERT_TRUE(s);
+    EXPECT_NE(*s, *first);
+    StagingArena& a = slots.arena(*s);
+    EXPECT_GE(a.capacity(), kRoom);
+    const std::size_t cap = a.capacity();
+    a.begin();
+    expect_intact(a, fill(a, {kRoom / 2, kRoom / 4}, 5));
+    EXPECT_EQ(a.capacity(), cap);  // no growth: nothing pinned mid-run
+  }
+  EXPECT_FALSE(slots.acquire());  // all three busy; a fourth does not fit the budget
+  MemoryBudget roomy(std::uint64_t{1} << 30);
+  StagingSlots capped(roomy, host_memory(), 2);
+  ASSERT_TRUE(capped.acquire());
+  EXPECT_TRUE(capped.add_idle(kRoom));
+  EXPECT_FALSE(capped.add_idle(kRoom));  // max_slots
+}
+
 }  // namespace
 }  // namespace cubestream::pipeline
