@@ -421,27 +421,48 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
       const std::size_t ub = planner_.sources()[t.source].array.unit_bytes();
       room += (ub + StagingArena::kAlign - 1) / StagingArena::kAlign * StagingArena::kAlign;
     }
-    // At least the same batch with no unit shared between its samples: a shuffled batch may
-    // share fewer units than this first one did (a GPU test caught a later epoch pinning so).
+    // Better: the same batch with no unit shared between its samples (a shuffled batch may
+    // share fewer units than this first one did; a GPU test caught a later epoch pinning so).
+    // That bound counts a unit once per sample that touches it (static fields too), so it is
+    // tried first and the batch's own size is the fallback where the limit has no room for it.
     const std::size_t unshared =
         f.plan.samples * (static_cast<std::size_t>(f.plan.sample_bytes_max) + f.plan.sample_units_max * StagingArena::kAlign);
-    room = std::max(room, unshared);
     // Once per slot, with settle()'s eighth of headroom (batches with patches or a short last
     // batch vary in tasks): trying again at every batch would pin whenever the budget happened
     // to free up, mid-run. Later growth, if any, is settle()'s.
     g.staging_sized = true;
-    room += room / 8;
-    if (staging_room_ == 0) {
-      // The run's first batch: the other slots are made now, at this size, where the budget
-      // has room. Made later, when a batch first finds the others busy (which depends on
-      // timing: it happened in a second epoch in a GPU test), each would pin mid-run.
-      staging_room_ = room;
-      if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);
-      while (slots_.add_idle(room)) {
+    const std::size_t own = room + room / 8;
+    const std::size_t wide = std::max(room, unshared) + std::max(room, unshared) / 8;
+    // What the budget could grant at all: asking for more only makes it evict the host cache.
+    const std::uint64_t free_now = budget_.limit() - std::min(budget_.limit(), budget_.in_use());
+    const auto could_fit = [&](std::size_t bytes) { return bytes <= free_now; };
+    if (!staging_planned_) {
+      std::size_t sized = 0;  // this slot's arena size, when it got one
+      for (const std::size_t want : {wide, own}) {
+        if (want <= arena.capacity()) {
+          sized = arena.capacity();
+          break;
+        }
+        if (could_fit(want) && budget_.try_acquire(want)) {
+          arena.reserve(want, /*charged=*/true);
+          sized = want;
+          break;
+        }
+      }
+      if (sized) {
+        // The run's first batch: the other slots are made now, at this size, where the budget
+        // has room. Made later, when a batch first finds the others busy (which depends on
+        // timing: it happened in a second epoch in a GPU test), each would pin mid-run.
+        staging_planned_ = true;
+        staging_room_ = sized;
+        while (slots_.add_idle(sized)) {
+        }
       }
     } else {
-      room = std::max(room, staging_room_);
-      if (room > arena.capacity() && budget_.try_acquire(room)) arena.reserve(room, /*charged=*/true);
+      // A slot made after the run's first batch (the budget had no room then): the planned
+      // size, where it lacks it.
+      const std::size_t want = std::max(own, staging_room_);
+      if (want > arena.capacity() && could_fit(want) && budget_.try_acquire(want)) arena.reserve(want, /*charged=*/true);
     }
   }
   arena.begin();
@@ -544,8 +565,11 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
       for (std::size_t k = 0; k < slot_gpu_.size(); ++k) {
         if (k == f.slot) continue;
         SlotGpu& o = *slot_gpu_[k];
-        grow_pinned(o.hmeta, o.hmeta_cap, meta_want);
-        o.meta_sized = true;
+        try {  // ahead of need: where pinning fails, the slot's first batch tries again
+          grow_pinned(o.hmeta, o.hmeta_cap, meta_want);
+          o.meta_sized = true;
+        } catch (const std::exception&) {
+        }
       }
     }
   }

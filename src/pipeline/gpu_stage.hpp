@@ -162,6 +162,7 @@ class GpuStage {
   std::vector<std::unique_ptr<SlotGpu>> slot_gpu_;
   // The run's first batch sizes every slot (see fetch and launch): the arena and meta sizes
   // it chose, which slots' later first batches reuse; 0 until then.
+  bool staging_planned_ = false;
   std::size_t staging_room_ = 0;
   std::size_t meta_room_ = 0;
   void ensure_slot_gpu(std::size_t slots);

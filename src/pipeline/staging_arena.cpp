@@ -88,7 +88,11 @@ bool StagingSlots::add_idle(std::size_t bytes) {
   if (slots_.size() >= max_slots_ || !budget_.try_acquire(bytes)) return false;
   Slot s;
   s.arena = std::make_unique<StagingArena>(budget_, memory_);
-  s.arena->reserve(bytes, /*charged=*/true);
+  try {
+    s.arena->reserve(bytes, /*charged=*/true);  // on failure grow() has released the charge
+  } catch (const std::exception&) {
+    return false;  // slots made ahead are optional: acquire() makes one when it is needed
+  }
   slots_.push_back(std::move(s));
   return true;
 }

@@ -247,15 +247,16 @@ TEST(Loader, SharedChunksAreDecodedOnceAndTheCacheServesLaterBatches) {
   ASSERT_TRUE(l.next());
   ASSERT_FALSE(l.next());  // end of epoch 0
   ASSERT_TRUE(l.next());   // epoch 1: everything from the cache
-  // The producer may already have built epoch 2's batch (prefetch runs across epochs), also
-  // from the cache: every unit was fetched exactly once, all later uses were hits.
+  // The producer may already be building later epochs' batches (prefetch runs across epochs),
+  // also from the cache, and counts their hits as it goes: every unit was fetched exactly
+  // once; epoch 1 was all hits, and at most `prefetch` batches beyond it can have added more.
   const LoaderStats two = l.stats();
   // t2m: time chunks of 2 per store (2 + 2 + 3 along time), 2 x 2 spatial; temperature:
   // time chunks of 1, 2 levels (chunks of 2 levels hold 500 and 850 in two chunks), 2 x 2.
   const std::uint64_t units = (2u + 2u + 3u) * 4u + 12u * 2u * 4u;
   EXPECT_EQ(two.units_fetched, units);
   EXPECT_GE(two.cache_hits, units);
-  EXPECT_EQ(two.cache_hits % units, 0u);
+  EXPECT_LE(two.cache_hits, units * (1u + static_cast<std::uint64_t>(cfg.prefetch)));
   EXPECT_GT(two.assemble_s, 0.0);
   EXPECT_GT(two.bytes_delivered, 0u);
 }
