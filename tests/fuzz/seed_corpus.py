@@ -59,6 +59,25 @@ def shared_decoder_seeds(out):
         if not os.path.exists(index):
             continue
         golden_seeds(folder, codec, index, nconf)
+    climate_zstd_seeds(os.path.join(out, "zstd_logic"))
+
+
+def climate_zstd_seeds(folder):
+    """Frames of a smooth, quantised float32 field (~40 KB) at levels 1, 3 and 5: their
+    sequence streams are long enough for the GPU's word-window reader (the goldens' are not),
+    so the fuzzer mutates that path too. Skipped where numcodecs or numpy is missing."""
+    try:
+        import numpy as np
+        from numcodecs import Zstd
+    except ImportError:
+        return
+    y, x = np.meshgrid(np.linspace(0, 3, 80), np.linspace(0, 6, 125), indexing="ij")
+    field = 280 + 15 * np.sin(y) * np.cos(x) + np.random.default_rng(7).normal(0, 0.3, y.shape)
+    raw = (np.round(field * 64) / 64).astype("<f4").tobytes()
+    for level in (1, 3, 5):
+        enc = Zstd(level=level).encode(raw)
+        with open(os.path.join(folder, f"climate_level{level}"), "wb") as f:
+            f.write(prefix(len(raw), 2) + bytes(enc))
 
 
 def structural_seeds(out):
