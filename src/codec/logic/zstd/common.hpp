@@ -57,6 +57,17 @@ CS_HD inline u64 load_le64_in(const u8* p, const u8* lo, const u8* hi) {
   return load_le64(p);
 }
 
+// Bytes [at, at + 8) of p[0, size) as a little-endian number, the bytes past size read as zero
+// (the bit readers' window at a stream's end).
+CS_HD inline u64 load_le64_or_zero(const u8* p, std::size_t size, u64 at) {
+  if (at + 8 <= size) return load_le64_in(p + at, p, p + size);
+  u64 v = 0;
+  for (u32 i = 0; i < 8; ++i) {
+    if (at + i < size) v |= u64(p[at + i]) << (8 * i);
+  }
+  return v;
+}
+
 // Index of the highest set bit (v != 0).
 CS_HD inline u32 highbit32(u32 v) {
 #if CS_DEVICE_PASS
@@ -110,14 +121,7 @@ struct ForwardBits {
     const u64 byte = bitpos >> 3;
     if (win_byte == ~u64(0) || byte < win_byte || byte + 5 > win_byte + 8) {
       win_byte = byte;
-      if (byte + 8 <= size) {
-        win = load_le64_in(p + byte, p, p + size);
-      } else {
-        win = 0;
-        for (u32 i = 0; i < 8; ++i) {
-          if (byte + i < size) win |= u64(p[byte + i]) << (8 * i);
-        }
-      }
+      win = load_le64_or_zero(p, size, byte);
     }
     // byte - win_byte <= 3, so the shift is <= 31 and the field's <= 32 bits are in the window.
     const u32 shift = static_cast<u32>(8 * (byte - win_byte) + (bitpos & 7));
@@ -165,14 +169,7 @@ struct BackwardBits {
     if (win_byte == ~u64(0) || at < win_byte * 8 || at + n > win_byte * 8 + 64) {
       const u64 end_byte = (at + n + 7) >> 3;
       win_byte = end_byte >= 8 ? end_byte - 8 : 0;
-      if (win_byte + 8 <= size) {
-        win = load_le64_in(p + win_byte, p, p + size);
-      } else {
-        win = 0;
-        for (u32 i = 0; i < 8; ++i) {
-          if (win_byte + i < size) win |= u64(p[win_byte + i]) << (8 * i);
-        }
-      }
+      win = load_le64_or_zero(p, size, win_byte);
     }
     return (win >> (at - win_byte * 8)) & ((u64(1) << n) - 1);
   }
