@@ -432,7 +432,8 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
     // to free up, mid-run. Later growth, if any, is settle()'s.
     g.staging_sized = true;
     const std::size_t own = room + room / 8;
-    const std::size_t wide = std::max(room, unshared) + std::max(room, unshared) / 8;
+    const std::size_t widest = std::max(room, unshared);
+    const std::size_t wide = widest + widest / 8;
     // What the budget could grant at all: asking for more only makes it evict the host cache.
     const std::uint64_t free_now = budget_.limit() - std::min(budget_.limit(), budget_.in_use());
     const auto could_fit = [&](std::size_t bytes) { return bytes <= free_now; };

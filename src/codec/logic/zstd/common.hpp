@@ -235,8 +235,8 @@ struct FastBackwardBits {
 // sequence loop waiting on a word loaded one advance earlier for a quarter of its stalls).
 // The caller keeps positions (`abit`: bits not yet read, counted from `a`) and guarantees
 // abit >= 3 * 64 + the bits it reads before the next check, so that every word loaded lies
-// inside [a, end of the stream). Word j (the top one) is loaded byte by byte, once: it may
-// reach past the stream's end.
+// inside [a, end of the stream). Word j (the top one) may reach past the stream's end: it is
+// loaded once, with those bytes read as zero.
 struct BackwardWordWindow {
   const u8* a;
   u32 j;
@@ -256,11 +256,7 @@ struct BackwardWordWindow {
     a = p - m;
     const u32 abit = pos + 8 * m;
     j = (abit - 1) >> 6;
-    hi = 0;
-    for (u32 i = 0; i < 8; ++i) {  // word j, without the bytes past the stream's end
-      const std::size_t at = std::size_t(8) * j + i;
-      if (at < m + size) hi |= u64(a[at]) << (8 * i);
-    }
+    hi = load_le64_or_zero(a, m + size, u64(8) * j);  // word j, without the bytes past the stream's end
     lo = word(j - 1);
     refill();
     return abit;
