@@ -3,6 +3,8 @@
 // point can only mean the context is already gone.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
 
@@ -90,11 +92,45 @@ void stream_wait_event(void* stream, void* event, int device) {
   CS_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
-void* alloc_device_async(std::size_t bytes, void* stream, int device) {
+void* alloc_device_async(std::size_t bytes, void* stream, int device, void* pool) {
   use(device);
   void* p = nullptr;
-  CS_CUDA_CHECK(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)));
+  if (pool) {
+    CS_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, static_cast<cudaMemPool_t>(pool), static_cast<cudaStream_t>(stream)));
+  } else {
+    CS_CUDA_CHECK(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(stream)));
+  }
   return p;
+}
+
+void* create_device_pool(int device) noexcept {
+  if (cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t pool = nullptr;
+  if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+    cudaGetLastError();  // no pool of our own: the default pool serves, not an error
+    return nullptr;
+  }
+  std::uint64_t keep = UINT64_MAX;
+  if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) {
+    cudaGetLastError();
+    cudaMemPoolDestroy(pool);
+    return nullptr;
+  }
+  return pool;
+}
+
+void destroy_device_pool(void* pool, int device) noexcept {
+  if (!pool) return;
+  cudaSetDevice(device);
+  cudaMemPoolDestroy(static_cast<cudaMemPool_t>(pool));
 }
 
 void free_device_async(void* p, void* stream, int device) noexcept {

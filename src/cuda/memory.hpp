@@ -33,9 +33,19 @@ void stream_wait_event(void* stream, void* event, int device);
 void event_synchronize(void* event);
 // Whether the work before the event's last record has finished; never blocks.
 bool event_query(void* event);
-// Stream-ordered device memory (cudaMallocAsync / cudaFreeAsync from the device's pool).
-void* alloc_device_async(std::size_t bytes, void* stream, int device);
+// Stream-ordered device memory (cudaMallocAsync, or cudaMallocFromPoolAsync where `pool` is
+// one of create_device_pool's; cudaFreeAsync for either).
+void* alloc_device_async(std::size_t bytes, void* stream, int device, void* pool = nullptr);
 void free_device_async(void* p, void* stream, int device) noexcept;
+// A stream-ordered memory pool of the caller's own that keeps freed memory until it is
+// destroyed. The device's default pool has a release threshold of 0: at every synchronisation
+// of any stream (a training loop makes two a step) it hands what was freed back to the driver,
+// so work that allocates and frees hundreds of MB a batch maps them again every batch. A pool
+// whose threshold is unbounded keeps at most its owner's peak use. Returns null where the
+// device cannot make one (the default pool is then used). Destroying it with allocations
+// outstanding defers the release until they are freed (cudaMemPoolDestroy).
+void* create_device_pool(int device) noexcept;
+void destroy_device_pool(void* pool, int device) noexcept;
 void copy_to_host_async(void* dst, const void* src, std::size_t bytes, void* stream, int device);
 void stream_synchronize(void* stream, int device);
 // Synchronous device-to-host copy (tests and diagnostics).

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/thread_pool.hpp"
+#include "core/thread_priority.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/memory.hpp"
 #include "zarr/cf_decode.hpp"
@@ -174,6 +176,8 @@ GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, cons
   copy_stream_ = cuda::create_stream(device_);
   decode_stream_ = cuda::create_stream(device_);
   assemble_stream_ = cuda::create_stream(device_);
+  const char* pool = std::getenv("CUBESTREAM_GPU_POOL");
+  if (!(pool && std::strcmp(pool, "default") == 0)) device_pool_ = cuda::create_device_pool(device_);
 }
 
 GpuStage::~GpuStage() {
@@ -202,6 +206,7 @@ GpuStage::~GpuStage() {
     }
     cuda::destroy_stream(s, device_);
   }
+  cuda::destroy_device_pool(device_pool_, device_);
 }
 
 std::shared_ptr<GpuStage::DeviceUnit> GpuStage::cache_find(const std::string& key) {
@@ -238,7 +243,7 @@ void GpuStage::grow_device(void*& buf, std::size_t& cap, std::size_t bytes, void
   buf = nullptr;
   cap = 0;
   const std::size_t want = bytes + bytes / 8;  // headroom: the next batch is about as large
-  buf = cuda::alloc_device_async(want, stream, device_);
+  buf = cuda::alloc_device_async(want, stream, device_, device_pool_);
   cap = want;
 }
 
@@ -469,6 +474,7 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
   arena.begin();
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0};
   auto one = [&](std::size_t j) {
+    lower_thread_priority(cfg_.thread_nice);
     std::int64_t a = 0, b = 0;
     fetch_unit(f, j, a, b);
     ns_fetch += a;
@@ -616,7 +622,7 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
                   "stored chunk holds " + std::to_string(s.length) + " bytes, the unit " + std::to_string(u->bytes),
                   ErrorContext{src.array.store().describe(), s.enc.key, std::nullopt});
     }
-    u->ptr = cuda::alloc_device_async(u->bytes, gpu ? decode_stream_ : copy_stream_, device_);
+    u->ptr = cuda::alloc_device_async(u->bytes, gpu ? decode_stream_ : copy_stream_, device_, device_pool_);
     f.units[f.miss[j]] = u;
     ++st.units;
     st.missing += s.enc.missing;

@@ -154,6 +154,10 @@ class GpuStage {
   void* copy_stream_ = nullptr;      // host-to-device copies of the staging areas
   void* decode_stream_ = nullptr;    // device units, batched decoders, statuses back
   void* assemble_stream_ = nullptr;  // fallback copies, assembly, unit frees
+  // The stage's stream-ordered device memory (units, staging, scratch): a pool of its own
+  // that keeps what a batch frees for the next (cuda::create_device_pool), destroyed with the
+  // stage; null: the device's default pool (CUBESTREAM_GPU_POOL=default, for A/B runs).
+  void* device_pool_ = nullptr;
   // Pinned allocations and frees not yet reported (take_pinned_counts). Declared before
   // slots_: the arenas' destructors free through pinned_free, which counts here.
   std::atomic<std::uint64_t> pinned_calls_{0};

@@ -28,7 +28,9 @@ void stream_wait_event(void*, void*, int) { no_cuda(); }
 void event_synchronize(void*) { no_cuda(); }
 bool event_query(void*) { no_cuda(); }
 void copy_to_host(void*, const void*, std::size_t, int) { no_cuda(); }
-void* alloc_device_async(std::size_t, void*, int) { no_cuda(); }
+void* alloc_device_async(std::size_t, void*, int, void*) { no_cuda(); }
+void* create_device_pool(int) noexcept { return nullptr; }
+void destroy_device_pool(void*, int) noexcept {}
 void free_device_async(void*, void*, int) noexcept {}
 void copy_to_host_async(void*, const void*, std::size_t, void*, int) { no_cuda(); }
 void stream_synchronize(void*, int) { no_cuda(); }
