@@ -10,6 +10,8 @@
 # RUNS, when set, replaces the GPUS x LOADERS grid by a list of LOADER:GPUS[:ARGS] entries, ARGS
 # being extra train_unet.py options with commas for spaces, e.g.
 #   RUNS="synthetic:1 synthetic:4 synthetic:4:--ddp-grads,bf16 cubestream-cpu:4:--threads,12"
+# An ARGS word of the form NAME=VALUE (upper-case NAME) is set in that run's environment instead,
+# e.g. "cubestream-gpu:1:CUBESTREAM_GPU_POOL=default" or "cubestream-gpu:1:--loader-nice,10".
 # EPOCHS (measured, default 2) and WARMUP (default 1) set the epochs of every run.
 # Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
 set -uo pipefail
@@ -40,14 +42,17 @@ fi
 nccl_logged=0
 for run in $RUNS; do
   IFS=: read -r loader g extra <<<"$run"
-  args=${extra//,/ }
+  args=(); run_env=()
+  for word in ${extra//,/ }; do
+    if [[ $word =~ ^[A-Z][A-Z0-9_]*= ]]; then run_env+=("$word"); else args+=("$word"); fi
+  done
   tag=$(printf '%s' "$extra" | tr -c 'A-Za-z0-9' '_' | sed 's/^_*//; s/_*$//')
   json="$OUT/ddp_${loader}_${g}gpu${tag:+_$tag}.json"
-  log "$loader on $g GPU(s) $args"
-  envs=()
-  if [ "$g" -gt 1 ] && [ $nccl_logged = 0 ]; then envs=(NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$OUT/nccl.log"); nccl_logged=1; fi
+  log "$loader on $g GPU(s) ${args[*]} ${run_env[*]}"
+  envs=("${run_env[@]}")
+  if [ "$g" -gt 1 ] && [ $nccl_logged = 0 ]; then envs+=(NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$OUT/nccl.log"); nccl_logged=1; fi
   env "${envs[@]}" PYTHONPATH=$BUILD/python timeout "${RUN_TIMEOUT:-150}" python3 -m torch.distributed.run --standalone --nproc_per_node "$g" \
-    examples/train_unet.py --store "$STORE" --loader "$loader" --epochs "${EPOCHS:-2}" --warmup-epochs "${WARMUP:-1}" $args --json "$json" 2>&1 |
+    examples/train_unet.py --store "$STORE" --loader "$loader" --epochs "${EPOCHS:-2}" --warmup-epochs "${WARMUP:-1}" "${args[@]}" --json "$json" 2>&1 |
     grep -E "median of|epoch [0-9]|Error|error" | tail -5
   log "rc=${PIPESTATUS[0]}"
 done
