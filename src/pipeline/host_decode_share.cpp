@@ -5,8 +5,8 @@
 
 namespace cubestream::pipeline {
 
-HostDecodeShare::HostDecodeShare(double fixed, double low, double high)
-    : adaptive_(fixed < 0 || std::isnan(fixed)), share_(adaptive_ ? 0.0 : std::min(fixed, 1.0)), low_(low), high_(high) {}
+HostDecodeShare::HostDecodeShare(double fixed)
+    : adaptive_(fixed < 0 || std::isnan(fixed)), share_(adaptive_ ? 0.0 : std::min(fixed, 1.0)) {}
 
 void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std::int64_t consumer_wait_ns) {
   if (!adaptive_ || cycle_ns <= 0 || fetch_ns < 0) return;
@@ -26,8 +26,8 @@ void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std:
   if (seen_ < 2) return;   // one batch says little (first reads, cold threads)
   const double ratio = w_ / c_;
   const bool starving = q_ > kStarving * c_;
-  if (ratio > high_ || (starving && share_ > 0)) share_ = std::max(0.0, share_ - kStep);
-  else if (ratio < low_ && !starving) share_ = std::min(1.0, share_ + kStep);
+  if (ratio > kHigh || (starving && share_ > 0)) share_ = std::max(0.0, share_ - kStep);
+  else if (ratio < kLow && !starving) share_ = std::min(1.0, share_ + kStep);
 }
 
 bool HostDecodeShare::picks(std::size_t j, std::size_t n, double share) {

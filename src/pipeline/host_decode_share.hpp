@@ -41,8 +41,8 @@ class HostDecodeShare {
   static constexpr double kStarving = 0.5;
 
   // fixed in [0, 1]: that share always. fixed < 0: adaptive, starting at 0 (everything on the
-  // GPU until the clocks say the host has room), resting where W / C lies in [low, high].
-  explicit HostDecodeShare(double fixed, double low = kLow, double high = kHigh);
+  // GPU until the clocks say the host has room).
+  explicit HostDecodeShare(double fixed);
 
   bool adaptive() const { return adaptive_; }
   double share() const { return share_; }
@@ -60,7 +60,6 @@ class HostDecodeShare {
  private:
   bool adaptive_;
   double share_;
-  double low_, high_;
   double w_ = 0, c_ = 0, q_ = 0;   // smoothed fetch, cycle and consumer wait times (ns)
   int seen_ = 0;
 };

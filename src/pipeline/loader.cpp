@@ -321,20 +321,7 @@ void Loader::Impl::setup_gpu_decode() {
     if (share > 0) refuse("host_decode_share > 0 needs decode=auto (decode=gpu decodes everything on the GPU)");
     share = 0;
   }
-  // CUBESTREAM_HOST_DECODE_BAND=low,high moves the adaptive share's resting band (A/B runs).
-  double band_low = pipeline::HostDecodeShare::kLow, band_high = pipeline::HostDecodeShare::kHigh;
-  if (const char* env = std::getenv("CUBESTREAM_HOST_DECODE_BAND")) {
-    char* mid = nullptr;
-    char* end = nullptr;
-    const double lo = std::strtod(env, &mid);
-    const double hi = (mid != env && *mid == ',') ? std::strtod(mid + 1, &end) : -1;
-    if (!(end && *end == '\0' && lo > 0 && lo < hi && hi < 1)) {
-      refuse("CUBESTREAM_HOST_DECODE_BAND must be 'low,high' with 0 < low < high < 1, not '" + std::string(env) + "'");
-    }
-    band_low = lo;
-    band_high = hi;
-  }
-  host_share.emplace(share, band_low, band_high);
+  host_share.emplace(share);
   gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, *budget, cache, /*gpu_zstd=*/true,
                                              kGpuMaxInFlight);
   // Batches assembled on the GPU have no host batch buffers: the host memory of this path is
