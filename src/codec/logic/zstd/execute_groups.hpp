@@ -294,13 +294,13 @@ CS_HD RunState fail_unit(const Team& team, UnitQueue* q, UnitRunner* r, DecodeSt
 }
 
 // Unit r->unit is complete and its output ends at `end` (in the buffer): marks its slot, then
-// moves done_units and done_bytes over every complete unit in order. Two teams that complete
-// units d and d + 1 at once both run the loop; the fences make at least one of them see both
-// slots (each fence comes after its own slot store and before its loads of done_units and the
-// other's slot: with sequentially consistent fences one of the two loads sees the other's
-// store), so done_units never stops at a complete unit. Only the team whose compare-and-swap
-// moves done_units from d to d + 1 reads slot d's end; the slot cannot be reused before that
-// swap (unit d + kUnitRing waits for done_units > d).
+// moves done_units and done_bytes over every complete unit in order. When the team that
+// completes unit d + 1 marks its slot while another moves done_units to d + 1, at least one of
+// them sees the other's store: each has a fence between its store (the slot; the swap of
+// done_units) and its load (done_units; the slot), and of two sequentially consistent fences
+// one comes first. So done_units never stops at a complete unit. Only the team whose
+// compare-and-swap moves done_units from d to d + 1 uses slot d's end, which it read before
+// the swap, while unit d + kUnitRing could not yet be taken (it waits for done_units > d).
 template <class Team>
 CS_HD RunState publish(const Team& team, UnitQueue* q, UnitRunner* r, u64 end) {
   q_fence();  // every member's output bytes before the slot
@@ -310,8 +310,8 @@ CS_HD RunState publish(const Team& team, UnitQueue* q, UnitRunner* r, u64 end) {
     q_write(&q->slot_end[slot], end);
     q_fence();
     q_write(&q->slot_unit[slot], r->unit + 1);
-    q_fence();
     for (;;) {
+      q_fence();
       const u64 d = q_read(&q->done_units);
       if (d >= q->limit) break;
       const u32 ds = static_cast<u32>(d % kUnitRing);
