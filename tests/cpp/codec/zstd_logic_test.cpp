@@ -135,6 +135,7 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
       zl::execute_steps(zl::SerialTeam{}, src, b.steps.data(), b.steps.size(), b.scratch.get(), dst, size, verify, acc);
   for (const std::uint32_t teams : {1u, 8u}) {
     std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[size ? size : 1]);
+    for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::uint8_t>(~dst[i]);  // every byte wrong at first
     const DecodeStatus m = multi_team_execute(src, &b, out.get(), size, verify, teams, teams == 1 ? 0 : ++g_team_seed);
     EXPECT_STREQ(decode_status_name(m), decode_status_name(s)) << teams << " teams vs execute_steps";
     if (s == DecodeStatus::kOk && m == DecodeStatus::kOk) {
@@ -155,7 +156,7 @@ DecodeStatus shared_decode(const Bytes& enc, std::size_t size, Bytes* out, bool 
   if (!enc.empty()) std::memcpy(src.get(), enc.data(), enc.size());
   const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), enc.size(), dst.get(), size, ws.get(), verify);
   out->assign(dst.get(), dst.get() + size);
-  std::unique_ptr<std::uint8_t[]> dst2(new std::uint8_t[size ? size : 1]);
+  std::unique_ptr<std::uint8_t[]> dst2(new std::uint8_t[size ? size : 1]());
   // Calls alternate between the forward order and the GPU's order, whose pass 2b takes turns
   // with the word window and the fast bit reader.
   const int call = calls++;
@@ -663,6 +664,7 @@ TEST(ZstdLogic, SeveralTeamsExecuteByteExactAgainstLibzstd) {
     const std::pair<std::uint32_t, std::uint64_t> runs[] = {{1, 0}, {8, 1}, {8, 2}, {8, 3}, {32, 4}};
     for (const auto& [teams, seed] : runs) {
       std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[got_size ? got_size : 1]);
+      for (std::size_t i = 0; i < got_size; ++i) out[i] = static_cast<std::uint8_t>(~want[i]);
       const DecodeStatus st = multi_team_execute(enc.data(), &b, out.get(), got_size, true, teams, seed);
       ASSERT_EQ(status(st), "ok") << teams << " teams, seed " << seed;
       ASSERT_TRUE(got_size == 0 || std::memcmp(out.get(), want.data(), got_size) == 0)
@@ -697,13 +699,14 @@ TEST(ZstdLogic, SeveralTeamsKeepTheSerialStatusOnDamagedFrames) {
     }
     const bool verify = iter % 5 != 4;
     SplitBuffer b = split_prepare(m.data(), m.size(), true, zl::SeqReader::kWindow);
-    std::unique_ptr<std::uint8_t[]> ref(new std::uint8_t[size]);
+    std::unique_ptr<std::uint8_t[]> ref(new std::uint8_t[size]());
     std::uint64_t acc[4];
     const DecodeStatus want = zl::execute_steps(zl::SerialTeam{}, m.data(), b.steps.data(), b.steps.size(),
                                                 b.scratch.get(), ref.get(), size, verify, acc);
     ++by_status[static_cast<int>(want)];
     for (const auto& [teams, seed] : {std::pair<std::uint32_t, std::uint64_t>{1, 0}, {8, 100 + iter}, {32, 900 + iter}}) {
       std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[size]);
+      for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::uint8_t>(~ref[i]);
       const DecodeStatus got = multi_team_execute(m.data(), &b, out.get(), size, verify, teams, seed);
       ASSERT_EQ(status(got), status(want)) << "iteration " << iter << ", " << teams << " teams, seed " << seed;
       if (want == DecodeStatus::kOk) ASSERT_EQ(std::memcmp(out.get(), ref.get(), size), 0) << "iteration " << iter;
