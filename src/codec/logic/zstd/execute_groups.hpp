@@ -386,7 +386,7 @@ CS_HD DecodeStatus load_sub_batch(const Team& team, const UnitContext& c, UnitRu
   team.sync();
   r->mdst = my_out + ll;
   r->offset = offset;
-  r->ml = act ? ml : 0;
+  r->ml = ml;
   r->pending = act && ml > 0;
   r->lit_pos += total >> 32;
   r->o += total & 0xFFFFFFFFu;
@@ -488,9 +488,10 @@ CS_HD RunState step_unit(const Team& team, const UnitContext& c, UnitQueue* q, U
 
 }  // namespace detail
 
-// Runs units of one buffer with `team` until it completes, fails or skips one (kProgress),
-// must wait (kBlocked: call again once r->runnable(q)) or finds none left (kFinished). Every
-// team of the buffer calls it with its own runner, after resolve_units and reset_unit_ring.
+// Runs units of one buffer with `team` until it takes, completes, fails or skips one, or loads
+// a group's next sub-batch (kProgress), must wait (kBlocked: call again once r->runnable(q))
+// or finds none left (kFinished). Every team of the buffer calls it with its own runner, after
+// resolve_units and reset_unit_ring.
 template <class Team>
 CS_HD RunState run_units(const Team& team, const UnitContext& c, UnitQueue* q, UnitRunner* r) {
   if (r->phase == UnitRunner::kTake) {
@@ -551,8 +552,8 @@ struct UnitEmulationStats {
 };
 
 // Pass 3 for one buffer, as execute_steps, by `teams` (1 to 32) SerialTeams taking units from
-// one UnitQueue. seed 0: the teams act in turn, so one team executes the units in order; else
-// each action goes to a team picked at random among those that can go on (a seeded xorshift),
+// one UnitQueue. seed 0: the teams act in turn (one team: the units in order, never waiting);
+// else each action goes to a team picked at random among those that can go on (a seeded xorshift),
 // which completes units out of order wherever their sources allow and makes teams wait where
 // they do not. Writes the steps' exec_* fields.
 inline DecodeStatus execute_units_emulated(const u8* src, BlockStep* steps, u64 count, const u8* scratch, u8* dst,

@@ -18,7 +18,10 @@
 //      the block's start (see kSymTag).
 //   3. execute_steps (one team per buffer, blocks in order): resolves the symbolic offsets,
 //      and copies literals and matches into the output, a team's worth of sequences at a time,
-//      the next group's short copies preloaded while the current one is written.
+//      the next group's short copies preloaded while the current one is written. The GPU runs
+//      this pass by default with several teams per buffer instead (execute_groups.hpp, from
+//      pass 2b's GroupStart tables); execute_steps is its single-warp alternative and the
+//      reference its statuses are tested against.
 //
 // Errors come out in the order the one-pass decoder finds them: a header error becomes an
 // error step after the steps before it; an entropy error is reported after executing the
@@ -547,8 +550,8 @@ CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, Z
 
 // ---- pass 3: execution ----------------------------------------------------------------------
 //
-// On the GPU one warp executes a frame, 32 sequences (a "group") at a time, and memory latency
-// bounds it: ERA5-like frames have ~1.2 rounds of dependent matches per group but match
+// execute_steps: one warp executes a frame (the GPU's CUBESTREAM_ZSTD_EXEC=warp kernel), 32
+// sequences (a "group") at a time, and memory latency bounds it: ERA5-like frames have ~1.2 rounds of dependent matches per group but match
 // mostly 4 KiB - 1 MiB back, so literals and match sources come from L2 or DRAM (counts in
 // docs/gpu_zstd.md, version 3). So the loop is software-pipelined: each member's records are
 // loaded two groups ahead, and while group g is copied the members already load the bytes of
