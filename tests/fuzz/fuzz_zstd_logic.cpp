@@ -10,7 +10,8 @@
 // input also goes through the GPU's split passes (split.hpp: plan, literals and tables, the
 // sequence streams through the word-window reader that pass 2b uses by default, execution),
 // run here by one thread in the GPU's order; they must give the one-pass decoder's status and
-// bytes.
+// bytes. Pass 3 also runs as the GPU's several-warp execution (execute_groups.hpp), emulated
+// by 1-16 teams in an order drawn from the input: the same status and bytes again.
 #include <zstd.h>
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/execute_groups.hpp"
 #include "codec/logic/zstd/split.hpp"
 
 namespace zl = cubestream::codec::logic::zstd;
@@ -85,6 +87,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                                 out2.get(), out_size, verify, acc);
       if (s2 != s) std::abort();
       if (s == DecodeStatus::kOk && out_size && std::memcmp(out.get(), out2.get(), out_size) != 0) std::abort();
+      // Several teams in a random order that the input picks (its first bytes and size).
+      std::uint64_t seed = size;
+      for (std::size_t i = 0; i < n && i < 8; ++i) seed = seed * 131 + in[i];
+      const std::uint32_t teams = 1 + static_cast<std::uint32_t>(seed % 16);
+      zl::UnitEmulationStats stats;
+      std::unique_ptr<std::uint8_t[]> out3(new std::uint8_t[out_size]);
+      for (std::size_t i = 0; i < out_size; ++i) out3[i] = static_cast<std::uint8_t>(~out[i]);  // every byte wrong
+      const DecodeStatus s3 = zl::execute_units_emulated(src.get(), steps.data(), steps.size(), scratch.get(),
+                                                         out3.get(), out_size, verify, teams, seed | 1, &stats);
+      if (stats.stalls != 0 || s3 != s) std::abort();
+      if (s == DecodeStatus::kOk && out_size && std::memcmp(out.get(), out3.get(), out_size) != 0) std::abort();
     }
   }
   if (s != DecodeStatus::kOk) return 0;

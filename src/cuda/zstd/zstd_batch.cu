@@ -10,12 +10,17 @@
 //             Huffman streams on lanes 0-3) and copies its sequence-code tables to the scratch.
 //   sequences one lane per block (32 per warp, one warp per SM): each lane decodes whole
 //             sequence streams into records, the block's tables in its slot of shared memory.
-//   execute   one warp per buffer: runs its steps in order, 32 sequences at a time (prefix
-//             sums give every lane its output position; lanes copy their own literals and
-//             matches, long ones go to the whole warp; matches wait in rounds only when they
-//             read bytes of a match of the same group); software-pipelined: records two
-//             groups ahead, the next group's short literals and matches preloaded into
-//             registers while the current group is copied.
+//   execute   by default one CTA of W warps per buffer (CUBESTREAM_ZSTD_EXEC_WARPS, 8): the
+//             warps take the buffer's groups of 32 sequences (and its raw, RLE and trailing
+//             literal copies, checksums) in order from a counter in shared memory and copy a
+//             match once the bytes it reads are final (execute_groups.hpp; docs/gpu_zstd.md,
+//             v3.6). CUBESTREAM_ZSTD_EXEC=warp selects the earlier kernel instead: one warp
+//             per buffer running its steps in order, 32 sequences at a time (prefix sums give
+//             every lane its output position; lanes copy their own literals and matches, long
+//             ones go to the whole warp; matches wait in rounds only when they read bytes of a
+//             match of the same group); software-pipelined: records two groups ahead, the
+//             next group's short literals and matches preloaded into registers while the
+//             current group is copied.
 //   version 1 one warp per buffer marked in the plan (or every buffer when the scratch is too
 //             small for the plan's bookkeeping): the shared one-pass decoder as a WarpTeam.
 #include <cuda_runtime_api.h>
@@ -27,6 +32,7 @@
 #include <string>
 
 #include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/execute_groups.hpp"
 #include "codec/logic/zstd/split.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
@@ -130,8 +136,8 @@ constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tab
 // with the tables read where pass 2a left them, in the scratch (L1/L2 instead of shared).
 constexpr int kSeqLanes = 32;
 constexpr std::size_t kSeqSmem = kSeqLanes * sizeof(zl::SeqTables);
-// The execute kernel: one warp per CTA and buffer (256 buffers spread over all SMs rather than
-// 4 per CTA on 64 of them).
+// The single-warp execute kernel (CUBESTREAM_ZSTD_EXEC=warp): one warp per CTA and buffer (256
+// buffers spread over all SMs rather than 4 per CTA on 64 of them).
 constexpr int kExecWarps = 1;
 // One thread per buffer walking its block headers and FSE descriptions: byte loads at 32
 // unrelated addresses per warp instruction. Small CTAs spread the buffers over many SMs
@@ -294,6 +300,57 @@ __global__ void __launch_bounds__(kExecWarps * 32)
   if (lane == 0) status[b] = s;
 }
 
+// A warp of the units kernel whose unit must wait (zl::RunState::kBlocked): lane 0 polls the
+// CTA's queue until the bytes or units it waits for are final, or a unit before its own
+// failed (the spin then ends too: run_units drops the unit). A unit waits only on earlier
+// units, all taken by warps of this CTA, which are resident together, and the first
+// incomplete unit never waits; so the wait ends. __nanosleep keeps the poll from taking issue
+// slots from the warps that do the work; capped at 256 ns because a group that reads the
+// previous group's last bytes waits about one group's copy (~1 us), and a longer sleep would
+// add to that chain.
+__device__ void wait_until_runnable(const WarpTeam& team, const zl::UnitQueue* queue, const zl::UnitRunner& runner) {
+  unsigned ns = 32;
+  for (;;) {
+    bool go = false;
+    if (team.lane == 0) go = runner.runnable(queue);
+    if (__shfl_sync(0xFFFFFFFFu, go, 0)) return;
+    __nanosleep(ns);
+    if (ns < 256) ns *= 2;
+  }
+}
+
+// Pass 3 by several warps per buffer (execute_groups.hpp): one CTA per buffer, blockDim / 32
+// warps (at most kMaxThreads / 32), the buffer's UnitQueue in shared memory, so that it is set
+// up afresh by every launch and all the warps that wait on each other are resident at once.
+// Thread 0 resolves the steps (a walk of ~34 steps for a 4 MiB frame) while the others clear
+// the completion ring.
+template <int kMaxThreads>
+__global__ void __launch_bounds__(kMaxThreads)
+    zstd_execute_units_kernel(const void* const* src, void* const* dst, const std::size_t* dst_sizes,
+                              DecodeStatus* status, const BufferPlan* plans, zl::BlockStep* steps,
+                              const unsigned char* arena, bool verify) {
+  __shared__ zl::UnitQueue queue;
+  __shared__ zl::u64 xxh[kMaxThreads / 32][4];
+  const std::size_t b = blockIdx.x;
+  const BufferPlan plan = plans[b];
+  if (plan.route != kRouteV2) return;  // the whole CTA: skipped, or version 1's
+  zl::BlockStep* mine = steps + plan.first_step;
+  zl::reset_unit_ring(&queue, threadIdx.x, blockDim.x);
+  if (threadIdx.x == 0) zl::resolve_units(mine, plan.num_steps, arena, dst_sizes[b], &queue);
+  __syncthreads();
+  const WarpTeam team{threadIdx.x & 31u};
+  const zl::UnitContext c{static_cast<const zl::u8*>(src[b]), mine, arena, static_cast<zl::u8*>(dst[b]),
+                          dst_sizes[b], verify, xxh[threadIdx.x / 32]};
+  zl::UnitRunner runner;
+  for (;;) {
+    const zl::RunState st = zl::run_units(team, c, &queue, &runner);
+    if (st == zl::RunState::kFinished) break;
+    if (st == zl::RunState::kBlocked) wait_until_runnable(team, &queue, runner);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) status[b] = zl::units_status(&queue);
+}
+
 std::size_t warps_for(std::size_t num_buffers) {
   return num_buffers < kZstdBatchMaxWarps ? (num_buffers ? num_buffers : 1) : kZstdBatchMaxWarps;
 }
@@ -324,6 +381,23 @@ zl::SeqReader sequence_reader_from_env() {
 // changes it for A/B runs.
 unsigned sequence_steps_per_warp_from_env() {
   const char* env = std::getenv("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP");
+  const long v = env ? std::strtol(env, nullptr, 10) : 8;
+  return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 8u;
+}
+
+// Which kernel runs pass 3: by default the units kernel, several warps per buffer
+// (CUBESTREAM_ZSTD_EXEC=multi, or unset); CUBESTREAM_ZSTD_EXEC=warp keeps the single-warp
+// zstd_execute_kernel for A/B runs. The same statuses and bytes from both.
+bool single_warp_execute_from_env() {
+  const char* env = std::getenv("CUBESTREAM_ZSTD_EXEC");
+  return env && std::strcmp(env, "warp") == 0;
+}
+
+// Warps per buffer of the units kernel: 8 by default (256 buffers of 4 MiB: 2 048 warps, ~16
+// per SM of an H100, each hiding the others' memory latency; docs/gpu_zstd.md, v3.6).
+// CUBESTREAM_ZSTD_EXEC_WARPS (1-32) changes it.
+unsigned execute_warps_from_env() {
+  const char* env = std::getenv("CUBESTREAM_ZSTD_EXEC_WARPS");
   const long v = env ? std::strtol(env, nullptr, 10) : 8;
   return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 8u;
 }
@@ -359,10 +433,15 @@ std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers, std::size_t total_
   // Arena: literals (at most the decoded bytes) and 12-byte sequence records (ERA5-like
   // fields at levels 3-5: ~0.12 sequences per decoded byte, 1.4 bytes per byte), plus a
   // partly used last block per buffer. Steps: kStepShare-th of the rest.
-  // Blocks with sequences also keep their three code tables (zl::SeqTables, ~5 KiB): one per
-  // 128 KiB of output and a partial last block per buffer.
+  // Blocks with sequences also keep their three code tables (zl::SeqTables, ~5 KiB) and their
+  // group table (zl::GroupStart, 8 bytes per 32 sequences and one for the totals, 16-byte
+  // aligned): one block per 128 KiB of output and a partial last block per buffer; the group
+  // tables' decoded / 32 covers 0.125 sequences per decoded byte, the rate the 2x above
+  // assumes (ERA5-like data at levels 3-5: ~0.12).
+  const std::size_t blocks = total_decoded_bytes / (128u << 10) + num_buffers;
   const std::size_t arena = 2 * total_decoded_bytes + num_buffers * (256u << 10) +
-                            (total_decoded_bytes / (128u << 10) + num_buffers) * sizeof(zl::SeqTables);
+                            blocks * (sizeof(zl::SeqTables) + 2 * sizeof(zl::GroupStart) + 16) +
+                            total_decoded_bytes / 32;
   const std::size_t rest = arena + arena / (kStepShare - 1) + 2 * kScratchAlign;
   const std::size_t warps = num_buffers < kFallbackWarps ? (num_buffers ? num_buffers : 1) : kFallbackWarps;
   return v2_head_bytes(num_buffers) + warps * kWorkspaceStride + rest + kScratchAlign;
@@ -435,9 +514,23 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     const std::size_t seq_smem = shared_tables ? kSeqSmem : 0;
     zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
         d_src, counters, steps, arena, seq_reader, shared_tables, sequence_steps_per_warp_from_env());
-    zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
-                          stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
-                                    verify_checksum);
+    if (single_warp_execute_from_env()) {
+      zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
+                            stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
+                                      verify_checksum);
+    } else {
+      // Two instantiations: the default (up to 8 warps) keeps the register budget of a
+      // 256-thread CTA; more warps need the 1024-thread bound.
+      const unsigned exec_threads = 32 * execute_warps_from_env();
+      const auto grid = static_cast<unsigned>(num_buffers);
+      if (exec_threads <= 256) {
+        zstd_execute_units_kernel<256><<<grid, exec_threads, 0, stream>>>(d_src, d_dst, d_dst_sizes, d_status, plans,
+                                                                         steps, arena, verify_checksum);
+      } else {
+        zstd_execute_units_kernel<1024><<<grid, exec_threads, 0, stream>>>(d_src, d_dst, d_dst_sizes, d_status, plans,
+                                                                          steps, arena, verify_checksum);
+      }
+    }
     // Whatever did not fit: version 1, on the buffers the plan marked.
     zstd_decode_warp_kernel<<<static_cast<unsigned>((v1_warps + kWarpsPerBlock - 1) / kWarpsPerBlock), threads, 0,
                               stream>>>(d_src, d_src_sizes, d_dst, d_dst_sizes, d_status, num_buffers,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "codec/logic/zstd/decoder.hpp"
+#include "codec/logic/zstd/execute_groups.hpp"
 #include "codec/logic/zstd/split.hpp"
 #include "codec/logic/zstd/xxhash64.hpp"
 #include "codec_test_util.hpp"
@@ -38,11 +39,37 @@ struct SplitStats {
   long cross_refs = 0;      // ... whose tree or a sequence table was described by an earlier block
   long sym_records = 0;     // sequence records with a repeat offset resolved only at execution
   long bound_over = 0;      // buffers whose plan_buffer_bound counted more steps than the plan has
+  long units = 0;           // units the emulated several-team execution completed ...
+  long out_of_order = 0;    // ... while an earlier unit was not complete
+  long waits = 0;           // times an emulated team waited for earlier units
 };
 SplitStats g_split;
 
-DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* dst, std::size_t size, bool verify,
-                          bool reverse, zl::SeqReader reader) {
+// A buffer after passes 1 and 2: its steps and their scratch.
+struct SplitBuffer {
+  std::vector<zl::BlockStep> steps;
+  std::unique_ptr<std::uint8_t[]> scratch;
+};
+
+// Pass 3 by several teams (execute_groups.hpp), emulated on the host: `teams` SerialTeams,
+// in turn (seed 0) or in a seeded random order. Adds to g_split's counts; a stall (no team
+// can go on) fails the test.
+DecodeStatus multi_team_execute(const std::uint8_t* src, SplitBuffer* b, std::uint8_t* dst, std::size_t size,
+                                bool verify, std::uint32_t teams, std::uint64_t seed) {
+  zl::UnitEmulationStats stats;
+  const DecodeStatus s = zl::execute_units_emulated(src, b->steps.data(), b->steps.size(), b->scratch.get(), dst,
+                                                    size, verify, teams, seed, &stats);
+  EXPECT_EQ(stats.stalls, 0u) << "no team could go on";
+  g_split.units += static_cast<long>(stats.units);
+  g_split.out_of_order += static_cast<long>(stats.out_of_order);
+  g_split.waits += static_cast<long>(stats.waits);
+  return s;
+}
+
+std::uint64_t g_team_seed = 0;  // a new random order for every emulated several-team run
+
+// Passes 1 and 2 of split_decode (see there).
+SplitBuffer split_prepare(const std::uint8_t* src, std::size_t n, bool reverse, zl::SeqReader reader) {
   short norm[zl::kFseMaxSymbols];
   zl::PlanTotals count{}, wrote{}, bound{};
   zl::plan_buffer(src, n, nullptr, 0, norm, &count);
@@ -58,16 +85,18 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
     EXPECT_EQ(bound.steps, count.steps);
     EXPECT_EQ(bound.scratch, count.scratch);
   }
-  std::unique_ptr<std::uint8_t[]> scratch(new std::uint8_t[count.scratch ? count.scratch : 1]);
+  SplitBuffer b;
+  b.scratch.reset(new std::uint8_t[count.scratch ? count.scratch : 1]);
+  std::uint8_t* scratch = b.scratch.get();
   std::unique_ptr<zl::ZstdTables> tables(new zl::ZstdTables);
   for (std::size_t k = 0; k < steps.size(); ++k) {
     zl::BlockStep& st = steps[reverse ? steps.size() - 1 - k : k];
     if (st.kind != zl::kStepCompressed) continue;
     if (reverse) {
       std::memset(static_cast<void*>(tables.get()), 0xA5, sizeof(zl::ZstdTables));
-      zl::decode_block_literals(zl::SerialTeam{}, src, &st, tables.get(), scratch.get() + st.scratch);
+      zl::decode_block_literals(zl::SerialTeam{}, src, &st, tables.get(), scratch + st.scratch);
     } else {
-      zl::decode_block_entropy(zl::SerialTeam{}, src, &st, tables.get(), scratch.get() + st.scratch);
+      zl::decode_block_entropy(zl::SerialTeam{}, src, &st, tables.get(), scratch + st.scratch);
     }
   }
   if (reverse) {
@@ -76,9 +105,9 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
     for (auto& st : steps) {
       if (!zl::needs_sequences(st)) continue;
       std::memset(static_cast<void*>(slot.get()), 0x5A, sizeof(zl::SeqTables));
-      std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch.get() + st.scratch),
+      std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch + st.scratch),
                   sizeof(zl::SeqTables));
-      zl::decode_block_sequences(src, &st, slot.get(), scratch.get() + st.scratch, reader);
+      zl::decode_block_sequences(src, &st, slot.get(), scratch + st.scratch, reader);
     }
   }
   for (const auto& st : steps) {
@@ -87,11 +116,33 @@ DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* 
     bool cross = st.lit_type == 3;
     for (const auto& c : st.code) cross = cross || (st.nb_seq > 0 && c.at < st.at);
     g_split.cross_refs += cross;
-    const auto* rec_ll = reinterpret_cast<const std::uint32_t*>(scratch.get() + st.scratch + zl::step_lit_bytes(st));
+    const auto* rec_ll = reinterpret_cast<const std::uint32_t*>(scratch + st.scratch + zl::step_lit_bytes(st));
     for (std::uint32_t i = 0; i < st.n_ok; ++i) g_split.sym_records += (rec_ll[i] & zl::kRecSym) != 0;
   }
+  b.steps = std::move(steps);
+  return b;
+}
+
+// Passes 1-3. Pass 3 runs as execute_steps (one team, steps in order), whose status this
+// returns, and as the GPU's several-team execution emulated: one team taking the units in
+// order, and eight taking them in a random order; both must give execute_steps' status and,
+// when ok, its bytes.
+DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* dst, std::size_t size, bool verify,
+                          bool reverse, zl::SeqReader reader) {
+  SplitBuffer b = split_prepare(src, n, reverse, reader);
   std::uint64_t acc[4];
-  return zl::execute_steps(zl::SerialTeam{}, src, steps.data(), steps.size(), scratch.get(), dst, size, verify, acc);
+  const DecodeStatus s =
+      zl::execute_steps(zl::SerialTeam{}, src, b.steps.data(), b.steps.size(), b.scratch.get(), dst, size, verify, acc);
+  for (const std::uint32_t teams : {1u, 8u}) {
+    std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[size ? size : 1]);
+    for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::uint8_t>(~dst[i]);  // every byte wrong at first
+    const DecodeStatus m = multi_team_execute(src, &b, out.get(), size, verify, teams, teams == 1 ? 0 : ++g_team_seed);
+    EXPECT_STREQ(decode_status_name(m), decode_status_name(s)) << teams << " teams vs execute_steps";
+    if (s == DecodeStatus::kOk && m == DecodeStatus::kOk) {
+      EXPECT_TRUE(size == 0 || std::memcmp(out.get(), dst, size) == 0) << teams << " teams: bytes differ";
+    }
+  }
+  return s;
 }
 
 // Decodes into a heap buffer of exactly `size` bytes (so AddressSanitizer sees any write
@@ -105,7 +156,7 @@ DecodeStatus shared_decode(const Bytes& enc, std::size_t size, Bytes* out, bool 
   if (!enc.empty()) std::memcpy(src.get(), enc.data(), enc.size());
   const DecodeStatus s = zl::zstd_decompress(zl::SerialTeam{}, src.get(), enc.size(), dst.get(), size, ws.get(), verify);
   out->assign(dst.get(), dst.get() + size);
-  std::unique_ptr<std::uint8_t[]> dst2(new std::uint8_t[size ? size : 1]);
+  std::unique_ptr<std::uint8_t[]> dst2(new std::uint8_t[size ? size : 1]());
   // Calls alternate between the forward order and the GPU's order, whose pass 2b takes turns
   // with the word window and the fast bit reader.
   const int call = calls++;
@@ -575,6 +626,97 @@ TEST(ZstdLogic, SequenceReadersGiveTheSameRecords) {
               blocks, window_blocks, errors);
   EXPECT_GT(window_blocks, blocks / 2);
   EXPECT_GT(errors, 0);
+}
+
+// Pass 3 by several teams (execute_groups.hpp), emulated: one team in order, 8 and 32 in
+// random orders, on multi-block frames of every kind the GPU meets (ERA5-like 4 MiB fields at
+// levels 1, 3 and 5, level 19, several and skippable frames, no content size, checksums, raw
+// and RLE blocks, the climate-like kinds): libzstd's bytes each time. The random orders must
+// really complete units out of order and make teams wait.
+TEST(ZstdLogic, SeveralTeamsExecuteByteExactAgainstLibzstd) {
+  struct Input {
+    std::string name;
+    Bytes enc;
+    std::size_t size;
+  };
+  std::vector<Input> inputs;
+  const auto add = [&](std::string name, Bytes enc, std::size_t size) { inputs.push_back({std::move(name), std::move(enc), size}); };
+  for (int level : {1, 3, 5}) {
+    add("era5 4 MiB level " + std::to_string(level), zstd_plain(era5_bytes(4u << 20, 40 + level), level), 4u << 20);
+  }
+  add("era5 1 MiB level 19 checksum", zstd_frame(era5_bytes(1u << 20, 44), {19, true, true}), 1u << 20);
+  add("era5 streamed, no content size, checksum", zstd_streamed(era5_bytes(900000, 45), 3, 70000, true), 900000);
+  const Bytes a = cs_codec_test::climate_bytes(300000), r = cs_codec_test::random_bytes(400000, 46);
+  const Bytes rle(700000, 7), p = cs_codec_test::precip_bytes(250000);
+  add("several frames, skippable, raw and RLE blocks",
+      cat({zstd_frame(a, {3, true, true}), skippable(4, cs_codec_test::random_bytes(11)), zstd_frame(r, {5, false, true}),
+           zstd_plain(rle, 3), zstd_frame({}, {1, true, false}), zstd_streamed(p, 1, 30000, false)}),
+      a.size() + r.size() + rle.size() + p.size());
+  for (const auto& kind : cs_codec_test::kDataKinds) {
+    add(std::string(kind.name) + " level 3", zstd_frame(kind.make(500000), {3, true, true}), kind.make(500000).size());
+  }
+  const SplitStats before = g_split;
+  for (const auto& [name, enc, got_size] : inputs) {
+    SCOPED_TRACE(name);
+    Bytes want;
+    ASSERT_TRUE(libzstd_decode(enc, got_size, &want));
+    SplitBuffer b = split_prepare(enc.data(), enc.size(), true, zl::SeqReader::kWindow);
+    const std::pair<std::uint32_t, std::uint64_t> runs[] = {{1, 0}, {8, 1}, {8, 2}, {8, 3}, {32, 4}};
+    for (const auto& [teams, seed] : runs) {
+      std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[got_size ? got_size : 1]);
+      for (std::size_t i = 0; i < got_size; ++i) out[i] = static_cast<std::uint8_t>(~want[i]);
+      const DecodeStatus st = multi_team_execute(enc.data(), &b, out.get(), got_size, true, teams, seed);
+      ASSERT_EQ(status(st), "ok") << teams << " teams, seed " << seed;
+      ASSERT_TRUE(got_size == 0 || std::memcmp(out.get(), want.data(), got_size) == 0)
+          << teams << " teams, seed " << seed << ": bytes differ from libzstd";
+    }
+  }
+  std::printf("[ZstdLogic] several teams: %ld units, %ld completed out of order, %ld waits\n",
+              g_split.units - before.units, g_split.out_of_order - before.out_of_order, g_split.waits - before.waits);
+  EXPECT_GT(g_split.out_of_order - before.out_of_order, 1000) << "the random orders completed few units out of order";
+  EXPECT_GT(g_split.waits - before.waits, 100) << "no team had to wait for an earlier unit";
+}
+
+// Damaged multi-block frames (flipped bits and bytes in later blocks, truncations, checksums,
+// output sizes off by one): the emulated several-team execution gives execute_steps' status
+// whichever order the teams take, although units after the failing one may have run.
+TEST(ZstdLogic, SeveralTeamsKeepTheSerialStatusOnDamagedFrames) {
+  const Bytes src = era5_bytes(1u << 20, 61);
+  const std::vector<Bytes> seeds = {zstd_frame(src, {3, true, true}), zstd_frame(src, {5, false, false}),
+                                    zstd_streamed(src, 1, 50000, true)};
+  std::mt19937 rng(20261123);
+  int by_status[8] = {};
+  for (int iter = 0; iter < 240; ++iter) {
+    Bytes m = seeds[iter % seeds.size()];
+    std::size_t size = src.size();
+    switch (iter % 6) {
+      case 0: m[m.size() / 4 + rng() % (m.size() * 3 / 4)] ^= static_cast<std::uint8_t>(1u << (rng() % 8)); break;
+      case 1: for (int j = 0; j < 3; ++j) m[20 + rng() % (m.size() - 20)] = static_cast<std::uint8_t>(rng()); break;
+      case 2: m.resize(m.size() / 3 + rng() % (m.size() * 2 / 3)); break;
+      case 3: m[m.size() - 1 - rng() % 4] ^= 0x21; break;  // the checksum, or the last block
+      case 4: size += (rng() % 2) ? 1 : -1; break;
+      case 5: m.erase(m.begin() + static_cast<long>(m.size() / 2 + rng() % (m.size() / 2))); break;
+    }
+    const bool verify = iter % 5 != 4;
+    SplitBuffer b = split_prepare(m.data(), m.size(), true, zl::SeqReader::kWindow);
+    std::unique_ptr<std::uint8_t[]> ref(new std::uint8_t[size]());
+    std::uint64_t acc[4];
+    const DecodeStatus want = zl::execute_steps(zl::SerialTeam{}, m.data(), b.steps.data(), b.steps.size(),
+                                                b.scratch.get(), ref.get(), size, verify, acc);
+    ++by_status[static_cast<int>(want)];
+    for (const auto& [teams, seed] : {std::pair<std::uint32_t, std::uint64_t>{1, 0}, {8, 100 + iter}, {32, 900 + iter}}) {
+      std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[size]);
+      for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::uint8_t>(~ref[i]);
+      const DecodeStatus got = multi_team_execute(m.data(), &b, out.get(), size, verify, teams, seed);
+      ASSERT_EQ(status(got), status(want)) << "iteration " << iter << ", " << teams << " teams, seed " << seed;
+      if (want == DecodeStatus::kOk) ASSERT_EQ(std::memcmp(out.get(), ref.get(), size), 0) << "iteration " << iter;
+    }
+  }
+  std::printf("[ZstdLogic] several teams on 240 damaged frames: %d ok, %d corrupt, %d wrong size, %d checksum mismatch\n",
+              by_status[0], by_status[1], by_status[2], by_status[5]);
+  EXPECT_GT(by_status[static_cast<int>(DecodeStatus::kCorrupt)], 20);
+  EXPECT_GT(by_status[static_cast<int>(DecodeStatus::kWrongSize)], 5);
+  EXPECT_GT(by_status[static_cast<int>(DecodeStatus::kChecksumMismatch)], 5);
 }
 
 TEST(ZstdLogic, CaseCount) { std::printf("[ZstdLogic] %d differential cases outside the level sweep\n", g_cases); }

@@ -2,7 +2,8 @@
 // sizes, checksums, several and skippable frames, no content size) must decode to libzstd's
 // bytes, and damaged, wrongly sized and dictionary frames must get the same per-buffer status
 // as the shared decoder run on the host, while the buffers around them decode right; with
-// version 2's scratch, version 1's, and version 1 alone. Without
+// version 2's scratch, version 1's, and version 1 alone; with pass 3 on several warps per
+// buffer (the default, 1-32 warps) and on one (CUBESTREAM_ZSTD_EXEC=warp). Without
 // a visible GPU these tests skip; a build without CUDA checks that the API says so.
 #include <gtest/gtest.h>
 
@@ -316,6 +317,69 @@ TEST(ZstdBatch, ManyLargeFramesVersion2) {
     cs.push_back({"era5 " + std::to_string(i), std::move(enc), src.size(), src});
   }
   run_batch(cs, false, cubestream::cuda::zstd_batch_scratch_bytes(cs.size() + 1, total_out(cs)));
+}
+
+// Large multi-block frames, intact and damaged past their first blocks (a flipped bit or byte
+// in a later block, a cut, an output size off by one, a flipped checksum), so that in the
+// several-warp execution a group fails while the warps after it have already taken, copied or
+// are waiting on later groups: the statuses must still be the host decoder's.
+std::vector<Case> damaged_large_batch() {
+  std::vector<Case> cs;
+  std::mt19937 rng(36);
+  for (int i = 0; i < 24; ++i) {
+    const Bytes src = era5_bytes(i % 3 == 2 ? 1500000 + 999 * i : 4u << 20, 700 + i);
+    const int level = 1 + 2 * (i % 3);
+    Bytes enc = zstd_frame(src, {level, i % 4 != 3, i % 2 == 1});
+    std::size_t size = src.size();
+    switch (i % 6) {
+      case 0: break;  // intact
+      case 1: enc[enc.size() / 3 + rng() % (enc.size() / 2)] ^= static_cast<std::uint8_t>(1u << (rng() % 8)); break;
+      case 2: enc[enc.size() / 2 + rng() % (enc.size() / 3)] = static_cast<std::uint8_t>(rng()); break;
+      case 3: enc.resize(enc.size() / 2 + rng() % (enc.size() / 3)); break;
+      case 4: size += i % 2 ? 1 : -1; break;
+      case 5: enc[enc.size() - 1 - rng() % 3] ^= 0x40; break;
+    }
+    cs.push_back({"large " + std::to_string(i), std::move(enc), size, src});
+  }
+  return cs;
+}
+
+// Pass 3 runs by default with several warps per buffer (execute_groups.hpp); with 1, 2, 8
+// (the default) and 32 warps the mixed batch and the damaged large frames give libzstd's
+// bytes and the host decoder's statuses.
+TEST(ZstdBatch, MultiWarpExecuteMatchesLibzstdWithEveryWarpCount) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  const auto large = damaged_large_batch();
+  struct Unset {
+    ~Unset() {
+      ::unsetenv("CUBESTREAM_ZSTD_EXEC");
+      ::unsetenv("CUBESTREAM_ZSTD_EXEC_WARPS");
+    }
+  } unset;
+  ::setenv("CUBESTREAM_ZSTD_EXEC", "multi", 1);
+  for (const char* warps : {"1", "2", "8", "32"}) {
+    SCOPED_TRACE(std::string("warps per buffer ") + warps);
+    ::setenv("CUBESTREAM_ZSTD_EXEC_WARPS", warps, 1);
+    run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+    const bool verify = std::strcmp(warps, "2") != 0;  // one run leaves the checksums unchecked
+    run_batch(large, verify, cubestream::cuda::zstd_batch_scratch_bytes(large.size() + 1, total_out(large)));
+  }
+}
+
+// CUBESTREAM_ZSTD_EXEC=warp: the single-warp execute kernel of versions 3-3.5, kept for A/B
+// runs; the same statuses and bytes on the same batches.
+TEST(ZstdBatch, SingleWarpExecuteOnRequestGivesTheSameResults) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  const auto large = damaged_large_batch();
+  ::setenv("CUBESTREAM_ZSTD_EXEC", "warp", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("CUBESTREAM_ZSTD_EXEC"); }
+  } unset;
+  run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+  run_batch(cases, false, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+  run_batch(large, true, cubestream::cuda::zstd_batch_scratch_bytes(large.size() + 1, total_out(large)));
 }
 
 // Too small for version 2's bookkeeping: version 1 alone, three warps over the whole batch.

@@ -18,7 +18,10 @@
 //      the block's start (see kSymTag).
 //   3. execute_steps (one team per buffer, blocks in order): resolves the symbolic offsets,
 //      and copies literals and matches into the output, a team's worth of sequences at a time,
-//      the next group's short copies preloaded while the current one is written.
+//      the next group's short copies preloaded while the current one is written. The GPU runs
+//      this pass by default with several teams per buffer instead (execute_groups.hpp, from
+//      pass 2b's GroupStart tables); execute_steps is its single-warp alternative and the
+//      reference its statuses are tested against.
 //
 // Errors come out in the order the one-pass decoder finds them: a header error becomes an
 // error step after the steps before it; an entropy error is reported after executing the
@@ -76,6 +79,12 @@ struct BlockStep {
   TableRef code[3];  // literal lengths, offsets, match lengths
   u64 reps_end[3];   // entropy pass: repeat offsets after the block, symbolic (kSymTag)
   u64 owner;         // free for the caller (the GPU batch stores the buffer's index)
+  // Pass 3 by several teams (execute_groups.hpp, resolve_units), for steps up to the first
+  // error the walk finds:
+  u64 exec_unit;     // the step's first unit of work
+  u64 exec_frame;    // offset in the buffer's output of the step's frame
+  u64 exec_out;      // offset in the frame of the step's first byte (kStepFrameEnd: the frame's size)
+  u64 reps_in[3];    // kStepCompressed: the repeat offsets the block starts with
 };
 
 // A block decodes to at most 128 KiB and every sequence has a match of at least 3 bytes, so
@@ -114,11 +123,27 @@ struct SeqTables {
 };
 static_assert(sizeof(SeqTables) % 16 == 0, "SeqTables is copied in 16-byte words");
 
+// Where each group of kGroupSeqs sequences of a block starts, for executing the groups of a
+// frame by several teams at once (execute_groups.hpp): pass 2b, which reads the sequences in
+// order anyway, writes entry g = the output and literal offsets, within the block, of record
+// kGroupSeqs * g, and entry ceil(n_ok / kGroupSeqs) = the totals over the n_ok records. Both
+// saturate at 2^32 - 1: sums that large (a damaged block claiming ~43 K sequences of 2^17-byte
+// lengths) pass 128 KiB, so the block fails its size check in a group before any group that
+// would read a saturated start.
+struct GroupStart {
+  u32 out;
+  u32 lit;
+};
+inline constexpr u32 kGroupSeqs = 32;
+CS_HD inline u64 step_group_entries(const BlockStep& s) { return (s.seq_cap + kGroupSeqs - 1) / kGroupSeqs + 1; }
+
 // A block's scratch: literals, the three record arrays, then (blocks with sequences) its
-// SeqTables, each part 16-byte aligned.
+// SeqTables and its GroupStart table, each part 16-byte aligned.
 CS_HD inline u64 step_tables_at(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * s.seq_cap); }
+CS_HD inline u64 step_groups_at(const BlockStep& s) { return step_tables_at(s) + sizeof(SeqTables); }
 CS_HD inline u64 step_scratch_bytes(const BlockStep& s) {
-  return step_tables_at(s) + (s.nb_seq > 0 ? sizeof(SeqTables) : 0);
+  if (s.nb_seq == 0) return step_tables_at(s);
+  return step_groups_at(s) + align16(sizeof(GroupStart) * step_group_entries(s));
 }
 
 // ---- pass 1: plan ---------------------------------------------------------------------------
@@ -397,11 +422,27 @@ CS_HD inline void store_record(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u3
   rec_ml[i] = ml;
 }
 
+// Running output and literal offsets of a block's records, written to its GroupStart table at
+// the first record of every group. Off the per-sequence dependent chain: two adds and, every
+// kGroupSeqs records, one store.
+struct GroupSums {
+  GroupStart* table;
+  u64 out = 0, lit = 0;
+  CS_HD static u32 saturate(u64 v) { return v < 0xFFFFFFFFu ? static_cast<u32>(v) : 0xFFFFFFFFu; }
+  CS_HD GroupStart now() const { return GroupStart{saturate(out), saturate(lit)}; }
+  // Record i has literal length ll and match length ml.
+  CS_HD void record(u32 i, u32 ll, u32 ml) {
+    if (i % kGroupSeqs == 0) table[i / kGroupSeqs] = now();
+    lit += ll;
+    out += u64(ll) + ml;
+  }
+};
+
 // The sequence stream of one block, by one thread, with the tables of pass 2a, read as
 // `reader` says.
 template <class Tables>
 CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Tables* t, u8* blk, u32* n_ok,
-                                     RepeatOffsets* reps, SeqReader reader) {
+                                     RepeatOffsets* reps, SeqReader reader, GroupSums* sums) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
@@ -416,6 +457,7 @@ CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Ta
       stream.next_fast(t, &fb, &ll, &ml, &of_value);
       CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
       store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
+      sums->record(i, ll, ml);
       *n_ok = ++i;
     }
     stream.bits.pos = fb.pos;
@@ -434,6 +476,7 @@ CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Ta
       next_from_window(t, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
       if (!update_repeat_offsets_flat(reps, of_value, ll, &offset)) return DecodeStatus::kCorrupt;
       store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
+      sums->record(i, ll, ml);
       *n_ok = ++i;
     }
     stream.ll_state = lls;
@@ -448,6 +491,7 @@ CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Ta
     CS_ZSTD_TRY(stream.next(t, i + 1 == s.nb_seq, &ll, &ml, &of_value));
     CS_ZSTD_TRY(update_repeat_offsets(reps, of_value, ll, &offset));
     store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
+    sums->record(i, ll, ml);
     *n_ok = i + 1;
   }
   if (s.seq_cap == s.nb_seq) CS_ZSTD_REQUIRE(stream.bits.finished_exactly(), kCorrupt);
@@ -479,14 +523,17 @@ CS_HD void decode_block_literals(const Team& team, const u8* src, BlockStep* s, 
 }
 
 // Pass 2b for one block with needs_sequences(*s), by one thread; `t` holds the block's
-// SeqTables (its scratch copy, or a copy of that). Writes s->status, s->n_ok, s->reps_end.
+// SeqTables (its scratch copy, or a copy of that). Writes s->status, s->n_ok, s->reps_end, and
+// the block's GroupStart table (entries 0 to ceil(n_ok / kGroupSeqs), also on errors).
 // `reader`: see SeqReader (the same results from each).
 CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk,
                                          SeqReader reader = SeqReader::kGeneral) {
   u32 n_ok = 0;
   // Repeat offsets relative to the block's incoming ones (kSymTag).
   RepeatOffsets reps{{sym_rep(0), sym_rep(1), sym_rep(2)}};
-  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, reader);
+  detail::GroupSums sums{reinterpret_cast<GroupStart*>(blk + step_groups_at(*s))};
+  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, reader, &sums);
+  sums.table[(n_ok + kGroupSeqs - 1) / kGroupSeqs] = sums.now();
   s->status = static_cast<u32>(st);
   s->n_ok = n_ok;
   for (int k = 0; k < 3; ++k) s->reps_end[k] = reps.rep[k];
@@ -503,8 +550,8 @@ CS_HD void decode_block_entropy(const Team& team, const u8* src, BlockStep* s, Z
 
 // ---- pass 3: execution ----------------------------------------------------------------------
 //
-// On the GPU one warp executes a frame, 32 sequences (a "group") at a time, and memory latency
-// bounds it: ERA5-like frames have ~1.2 rounds of dependent matches per group but match
+// execute_steps: one warp executes a frame (the GPU's CUBESTREAM_ZSTD_EXEC=warp kernel), 32
+// sequences (a "group") at a time, and memory latency bounds it: ERA5-like frames have ~1.2 rounds of dependent matches per group but match
 // mostly 4 KiB - 1 MiB back, so literals and match sources come from L2 or DRAM (counts in
 // docs/gpu_zstd.md, version 3). So the loop is software-pipelined: each member's records are
 // loaded two groups ahead, and while group g is copied the members already load the bytes of
