@@ -85,9 +85,6 @@ def parse_args(argv=None):
     p.add_argument("--readahead-batches", type=int, default=1,
                    help="cubestream: batches ahead whose chunks the loader asks the kernel to read into the page cache "
                         "(cold data; 0: off)")
-    p.add_argument("--loader-nice", type=int, default=0,
-                   help="cubestream: nice increment of the loader's threads (0-19), so that the training thread "
-                        "gets a core first where the loader fills them")
     p.add_argument("--host-decode-share", default="auto",
                    help="cubestream-gpu: share of the GPU's chunks the host threads decode instead "
                         "(auto: adapted per batch to the idle host time; or a number in [0, 1])")
@@ -274,7 +271,7 @@ class CubestreamSource:
             prefetch=a.prefetch, memory_limit=int(a.memory_limit_gb * (1 << 30)),
             gpu_cache_bytes=int(a.gpu_cache_gb * (1 << 30)), rank=dist.rank, world_size=dist.world,
             host_decode_share=None if a.host_decode_share == "auto" else float(a.host_decode_share),
-            readahead_batches=a.readahead_batches, thread_nice=a.loader_nice,
+            readahead_batches=a.readahead_batches,
             trace=bool(a.trace))
         assert tuple(self.loader.input_shape[2:]) == (len(a.variables), a.height, a.width), self.loader.input_shape
 

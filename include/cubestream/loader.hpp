@@ -132,13 +132,6 @@ struct LoaderConfig {
   // page cache while this batch's fetch runs, so the disk's queue does not drain at the tail
   // of each batch (its slowest reads) and between batches. 0: no hints; at most 64.
   int readahead_batches = 1;
-  // Added to the nice value of the loader's producer and fetch/decode threads (0-19; Linux,
-  // per thread). A training loop launches its kernels from one host thread; where the
-  // loader's threads fill the cores, that thread waits for a core and the GPU for its work.
-  // Lower-priority loader threads yield to it and still get every idle core. The threads of
-  // the shared pool (core/thread_pool.hpp) keep the value after the loader ends: an
-  // unprivileged process cannot lower it again. CUBESTREAM_LOADER_NICE overrides it.
-  int thread_nice = 0;
 };
 
 // A batch tensor's storage. Host memory (pinned when the loader feeds a GPU) or device memory.

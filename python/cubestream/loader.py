@@ -40,10 +40,6 @@ While a batch is fetched, the loader tells the store which chunks the next
 local store has the kernel read them into the page cache meanwhile, so a cold disk's queue
 stays full between batches. ``stats()["units_hinted"]`` counts them. The batches are the same
 either way.
-
-``thread_nice`` (0-19) lowers the scheduling priority of the loader's threads by that much, so
-that a training loop's own thread, which launches the model's kernels, gets a core first where
-the loader's threads fill them (``CUBESTREAM_LOADER_NICE`` overrides it).
 """
 import json as _json
 import os as _os
@@ -112,7 +108,7 @@ class Loader:
                  dtype="float32", device="cpu", batch_size=1, shuffle="none", buffer_size=16, seed=0,
                  drop_last=False, rank=0, world_size=1, dims=None, chunks=None, threads=0, prefetch=2,
                  memory_limit=0, trace=False, output=None, time_dim="time", decode="auto", gpu_cache_bytes=0,
-                 host_decode_share=None, readahead_batches=1, thread_nice=0):
+                 host_decode_share=None, readahead_batches=1):
         kind, index = _device(device)
         if isinstance(variables, str):
             variables = [variables]
@@ -135,7 +131,6 @@ class Loader:
             "gpu_cache_bytes": int(gpu_cache_bytes),
             "host_decode_share": -1.0 if host_decode_share is None else float(host_decode_share),
             "readahead_batches": int(readahead_batches),
-            "thread_nice": int(thread_nice),
         }
         if chunks:
             cfg["chunks"] = dict(chunks)

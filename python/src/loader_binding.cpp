@@ -140,7 +140,6 @@ LoaderConfig config_from_json(const nlohmann::json& j) {
   c.gpu_cache_bytes = j.value("gpu_cache_bytes", std::uint64_t{0});
   c.host_decode_share = j.value("host_decode_share", -1.0);
   c.readahead_batches = j.value("readahead_batches", 1);
-  c.thread_nice = j.value("thread_nice", 0);
   return c;
 }
 

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "core/thread_pool.hpp"
-#include "core/thread_priority.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/memory.hpp"
 #include "zarr/cf_decode.hpp"
@@ -474,7 +473,6 @@ void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, d
   arena.begin();
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0};
   auto one = [&](std::size_t j) {
-    lower_thread_priority(cfg_.thread_nice);
     std::int64_t a = 0, b = 0;
     fetch_unit(f, j, a, b);
     ns_fetch += a;

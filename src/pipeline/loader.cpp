@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "core/thread_pool.hpp"
-#include "core/thread_priority.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/memory.hpp"
 #include "pipeline/assemble.hpp"
@@ -223,10 +222,6 @@ Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<D
                      : std::to_string(n) + " device(s) are visible"));
     }
   }
-  if (const char* env = std::getenv("CUBESTREAM_LOADER_NICE")) cfg.thread_nice = std::atoi(env);
-  if (cfg.thread_nice < 0 || cfg.thread_nice > 19) {
-    refuse("thread_nice must be in [0, 19], not " + std::to_string(cfg.thread_nice));
-  }
   threads = cfg.threads > 0 ? std::min(cfg.threads, ThreadPool::kMaxThreads) : ThreadPool::default_threads();
   const std::size_t esize = cfg.dtype == OutputDType::kFloat32 ? 4 : 2;
   const auto bs = static_cast<std::size_t>(cfg.sampler.batch_size);
@@ -393,7 +388,6 @@ bool Loader::Impl::take_prefetch_slot(Flights& flights) {
 }
 
 void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
-  lower_thread_priority(cfg.thread_nice);
   // GPU decode: batches are launched without waiting for the GPU and finished in order
   // (statuses checked, assembly queued) once their decode is done, or when their slot is
   // needed. The CPU path builds each batch completely and publishes it at once.
@@ -555,10 +549,7 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
   void* tgt_ptr = base + tgt_offset;
 
   ThreadPool& pool = ThreadPool::shared(threads);
-  auto run = [&](std::size_t i) {
-    lower_thread_priority(cfg.thread_nice);
-    run_task(bp.tasks[i], in_ptr, tgt_ptr);
-  };
+  auto run = [&](std::size_t i) { run_task(bp.tasks[i], in_ptr, tgt_ptr); };
   if (threads <= 1 || bp.tasks.size() <= 1) {
     for (std::size_t i = 0; i < bp.tasks.size(); ++i) run(i);
   } else {

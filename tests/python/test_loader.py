@@ -289,24 +289,6 @@ def test_readahead_off_and_on_give_the_same_batches(stores):
         cubestream.Loader(stores["main"], ["t2m"], readahead_batches=-1)
 
 
-def test_thread_nice_gives_the_same_batches_and_checks_its_range(stores):
-    """thread_nice only lowers the loader threads' scheduling priority."""
-    def batches(**kw):
-        loader = cubestream.Loader(stores["main"], ["t2m"], window={"inputs": [0], "targets": [1]}, batch_size=2,
-                                   shuffle="sample", seed=2, threads=3, output="numpy", **kw)
-        return [(list(b["anchor"]), b["inputs"].copy()) for b in loader]
-
-    want = batches()
-    got = batches(thread_nice=6)
-    assert len(got) == len(want) > 1
-    for (a, i), (wa, wi) in zip(got, want):
-        assert a == wa
-        np.testing.assert_array_equal(i, wi)
-    for bad in (-1, 20):
-        with pytest.raises(ValueError):
-            cubestream.Loader(stores["main"], ["t2m"], thread_nice=bad)
-
-
 def test_resume_and_ranks(stores):
     kw = dict(window={"inputs": [0], "targets": [1]}, batch_size=2, shuffle="sample", seed=4, output="numpy",
               patch={"latitude": 3})

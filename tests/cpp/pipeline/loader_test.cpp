@@ -479,31 +479,6 @@ TEST(Loader, ReadaheadOnAndOffGiveTheSameBatches) {
   EXPECT_THROW(Loader(ConcatenatedTime(three_years()), bad), Error);
 }
 
-// thread_nice only lowers the loader threads' priority: the batches are the same, and values
-// outside [0, 19] are refused.
-TEST(Loader, ThreadNiceGivesTheSameBatches) {
-  std::vector<std::vector<std::uint8_t>> want;
-  for (const int nice : {0, 7}) {
-    LoaderConfig cfg = forecast_config();
-    cfg.thread_nice = nice;
-    cfg.threads = 3;
-    Loader l(ConcatenatedTime(three_years()), cfg);
-    std::vector<std::vector<std::uint8_t>> got;
-    while (auto b = l.next()) {
-      const auto* in = static_cast<const std::uint8_t*>(b->inputs.data);
-      got.emplace_back(in, in + b->inputs.num_bytes());
-    }
-    ASSERT_FALSE(got.empty());
-    if (nice == 0) want = got;
-    else EXPECT_EQ(got, want);
-  }
-  LoaderConfig bad = forecast_config();
-  bad.thread_nice = -1;
-  EXPECT_THROW(Loader(ConcatenatedTime(three_years()), bad), Error);
-  bad.thread_nice = 20;
-  EXPECT_THROW(Loader(ConcatenatedTime(three_years()), bad), Error);
-}
-
 // A batch plan's "no unit shared" bound (what the GPU stage sizes its pinned staging by): the
 // most units and unit bytes one sample touches equal those of the sample planned alone, and
 // no batch touches more units than its samples times that.
