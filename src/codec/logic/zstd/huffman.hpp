@@ -15,16 +15,12 @@ namespace cubestream::codec::logic::zstd {
 // stream read by two interleaved states. Decoding alternates state 1, state 2, ...; when an
 // update needs more bits than remain (the missing bits read as zero), the other state's
 // symbol is the last weight. At most 255 weights are written (the last symbol's is implied).
-template <class Team>
-CS_HD DecodeStatus decode_fse_weights(const Team& team, const u8* src, std::size_t n, ZstdTables* ws,
-                                      u32* num_weights) {
+// Serial: one member of a team runs it (see decode_team_weights).
+CS_HD inline DecodeStatus decode_fse_weights(const u8* src, std::size_t n, ZstdTables* ws, u32* num_weights) {
   u32 symbols = 0, log = 0;
   std::size_t used = 0;
   CS_ZSTD_TRY(read_fse_description(src, n, 255, kHufWeightMaxLog, ws->norm, &symbols, &log, &used));
-  team.sync();
-  bool bad = false;
-  if (team.rank() == 0) bad = build_fse_table(ws->norm, symbols, log, ws->weights_fse, ws->next) != DecodeStatus::kOk;
-  if (team.any(bad)) return DecodeStatus::kCorrupt;
+  CS_ZSTD_TRY(build_fse_table(ws->norm, symbols, log, ws->weights_fse, ws->next));
   CS_ZSTD_REQUIRE(used < n, kCorrupt);
   BackwardBits bits;
   CS_ZSTD_TRY(bits.init(src + used, n - used));
@@ -53,6 +49,33 @@ CS_HD DecodeStatus decode_fse_weights(const Team& team, const u8* src, std::size
   return DecodeStatus::kOk;
 }
 
+// The weights of a Huffman tree description with header byte `header` < 128 (FSE-compressed)
+// or >= 128 (4-bit values, high nibble first) into ws->weights. Member 0 of the team decodes
+// them alone (the work is one serial stream) and the team learns the status and the count
+// from it; the other members only wait. Every member writing the same shared bytes would be
+// a data race, however equal the values.
+template <class Team>
+CS_HD DecodeStatus decode_team_weights(const Team& team, const u8* src, std::size_t n, u32 header, ZstdTables* ws,
+                                       u32* num_weights) {
+  DecodeStatus st = DecodeStatus::kOk;
+  u32 nw = 0;
+  if (team.rank() == 0) {
+    if (header < 128) {
+      st = decode_fse_weights(src, n, ws, &nw);
+    } else {
+      nw = header - 127;
+      for (u32 i = 0; i < nw; ++i) {
+        const u8 b = src[i / 2];
+        ws->weights[i] = static_cast<u8>((i & 1) ? (b & 15) : (b >> 4));
+      }
+    }
+  }
+  team.sync();  // the weights are in shared memory for every member
+  st = static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), 0));
+  *num_weights = team.shfl(nw, 0);
+  return st;
+}
+
 // Reads a Huffman tree description (section 4.2.1) from src[0, n) and builds ws->huf.
 // Header byte < 128: that many bytes of FSE-compressed weights follow; >= 128: (byte - 127)
 // weights follow as 4-bit values, high nibble first. Weights give each symbol's code length
@@ -66,16 +89,12 @@ CS_HD DecodeStatus read_huffman_tree(const Team& team, const u8* src, std::size_
   u32 nw = 0;
   if (header < 128) {
     CS_ZSTD_REQUIRE(header >= 1 && 1 + std::size_t(header) <= n, kCorrupt);
-    CS_ZSTD_TRY(decode_fse_weights(team, src + 1, header, ws, &nw));
+    CS_ZSTD_TRY(decode_team_weights(team, src + 1, header, header, ws, &nw));
     *used = 1 + std::size_t(header);
   } else {
-    nw = header - 127;
-    const std::size_t bytes = (nw + 1) / 2;
+    const std::size_t bytes = (header - 127 + 1) / 2;
     CS_ZSTD_REQUIRE(1 + bytes <= n, kCorrupt);
-    for (u32 i = 0; i < nw; ++i) {
-      const u8 b = src[1 + i / 2];
-      ws->weights[i] = static_cast<u8>((i & 1) ? (b & 15) : (b >> 4));
-    }
+    CS_ZSTD_TRY(decode_team_weights(team, src + 1, bytes, header, ws, &nw));
     *used = 1 + bytes;
   }
   // Weight statistics (every member computes them; they are small and local).
@@ -116,8 +135,10 @@ CS_HD DecodeStatus read_huffman_tree(const Team& team, const u8* src, std::size_
     const HufEntry e{static_cast<u8>(s), static_cast<u8>(log + 1 - w)};
     for (u32 k = 0; k < len; ++k) ws->huf[pos + k] = e;
   }
-  ws->huf_log = log;
-  ws->huf_valid = 1;
+  if (team.rank() == 0) {
+    ws->huf_log = log;
+    ws->huf_valid = 1;
+  }
   team.sync();
   return DecodeStatus::kOk;
 }

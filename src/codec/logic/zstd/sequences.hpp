@@ -83,24 +83,35 @@ CS_HD DecodeStatus build_sequence_table(const Team& team, u32 mode, const u8* sr
     CS_ZSTD_REQUIRE(n >= 1, kCorrupt);
     CS_ZSTD_REQUIRE(src[0] <= max_symbol, kCorrupt);
     team.sync();  // no member may still read the old table
-    if (team.rank() == 0) build_rle_table(src[0], table);
+    if (team.rank() == 0) {
+      build_rle_table(src[0], table);
+      *log = 0;
+      *valid = 1;
+    }
     team.sync();
-    *log = 0;
-    *valid = 1;
     *used = 1;
     return DecodeStatus::kOk;
   }
-  if (mode == 2) {
-    CS_ZSTD_TRY(read_fse_description(src, n, max_symbol, max_log, ws->norm, &count, &al, used));
-    norm = ws->norm;
+  // Member 0 reads the description and builds the table (shared memory on the GPU: one
+  // writer); the team learns the outcome from it.
+  team.sync();  // no member may still read the old table
+  DecodeStatus st = DecodeStatus::kOk;
+  std::size_t took = 0;
+  if (team.rank() == 0) {
+    if (mode == 2) {
+      st = read_fse_description(src, n, max_symbol, max_log, ws->norm, &count, &al, &took);
+      norm = ws->norm;
+    }
+    if (st == DecodeStatus::kOk) st = build_fse_table(norm, count, al, table, ws->next);
+    if (st == DecodeStatus::kOk) {
+      *log = al;
+      *valid = 1;
+    }
   }
   team.sync();
-  bool bad = false;
-  if (team.rank() == 0) bad = build_fse_table(norm, count, al, table, ws->next) != DecodeStatus::kOk;
-  if (team.any(bad)) return DecodeStatus::kCorrupt;
-  *log = al;
-  *valid = 1;
-  return DecodeStatus::kOk;
+  st = static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), 0));
+  *used = static_cast<std::size_t>(team.shfl(static_cast<u64>(took), 0));
+  return st;
 }
 
 // Which of the three sequence codes a table is for, with its limits and default

@@ -385,7 +385,8 @@ namespace detail {
 
 template <class Team>
 CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockStep& s, ZstdTables* t, u8* blk) {
-  t->huf_valid = t->ll_valid = t->ml_valid = t->of_valid = 0;
+  if (team.rank() == 0) t->huf_valid = t->ll_valid = t->ml_valid = t->of_valid = 0;
+  team.sync();
   std::size_t used = 0;
   // Treeless literals: rebuild the tree of the block that described it.
   if (s.lit_type == 3) CS_ZSTD_TRY(read_huffman_tree(team, src + s.huf.at, s.huf.avail, t, &used));
