@@ -16,8 +16,10 @@
 // complete unit before the first incomplete one covers (`done_bytes`), or those of its own
 // group that are written (the rounds of execute_compressed). A team that can do neither waits
 // (on the GPU it spins, UnitRunner::runnable). A unit waits only on units before it, all of
-// which were taken by running teams, and the first incomplete unit never waits, so work always
-// progresses. Completion is published in order: a team marks its unit complete in a ring of
+// which were taken by running teams, so work always progresses: the first incomplete unit
+// waits at most for the team that has just moved done_units past the unit before it and is
+// about to raise done_bytes (publish: the swap comes first, the maximum after), and that team
+// waits on nothing. Completion is published in order: a team marks its unit complete in a ring of
 // slots, then moves done_units / done_bytes over every complete unit in order.
 //
 // Errors keep execute_steps' status: a unit that fails records (unit, status) with an atomic
@@ -318,6 +320,7 @@ CS_HD RunState publish(const Team& team, UnitQueue* q, UnitRunner* r, u64 end) {
       if (q_read(&q->slot_unit[ds]) != d + 1) break;
       q_fence();
       const u64 e = q_read(&q->slot_end[ds]);
+      q_fence();  // the slot's end is read before the swap that lets slot d be reused
       if (q_cas(&q->done_units, d, d + 1) == d) q_max(&q->done_bytes, e);
     }
   }
@@ -421,6 +424,10 @@ CS_HD RunState group_rounds(const Team& team, const UnitContext& c, UnitQueue* q
     const bool low_final = read_start >= r->gstart || r->frame + below <= done;
     const bool ready = r->pending && low_final && (team.rank() == lead || read_end <= front);
     if (!team.ballot(ready)) return blocked(r, 0, team.shfl(r->frame + below, lead));
+    // Every member copies each long match below, on the observation of done_bytes its owner
+    // made (and fenced): the warp barrier orders that observation before the others' reads.
+    // Ballots and shuffles exchange values but do not order memory.
+    team.sync();
     const bool long_match = ready && r->ml > kLongCopy;
     if (ready && !long_match) lane_match(out + r->mdst, static_cast<std::size_t>(r->offset), r->ml);
     for (u32 m = team.ballot(long_match); m; m &= m - 1) {
