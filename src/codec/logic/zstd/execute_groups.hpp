@@ -352,29 +352,11 @@ CS_HD DecodeStatus load_sub_batch(const Team& team, const UnitContext& c, UnitRu
     offw = rec_off[r->first + j];
   }
   const u32 ll = llw & ((1u << 29) - 1);
-  // The offset: stored, or "incoming rep[idx] - sub", which must not reach 0 (section 3.1.2.5).
-  u64 offset = offw;
-  DecodeStatus st = DecodeStatus::kOk;
-  if (act && (llw & kRecSym)) {
-    const u64 rep = s.reps_in[(llw >> 29) & 3];
-    if (rep <= offw) st = DecodeStatus::kCorrupt;
-    offset = rep - offw;
-  }
-  // Output and literal positions: one scan of (ll, ll + ml), as in execute_compressed.
-  const u64 mine = (u64(ll) << 32) | (u64(ll) + ml);
-  const u64 incl = team.scan_add(mine);
-  const u64 excl = incl - mine;
-  const u64 my_lit = r->lit_pos + (excl >> 32);
-  const u64 my_out = r->o + (excl & 0xFFFFFFFFu);
-  // The checks of decode_and_execute_sequences, in its order.
-  if (act && st == DecodeStatus::kOk) {
-    if (my_lit + ll > lits_size) st = DecodeStatus::kCorrupt;
-    else if (my_out - block_start + ll + ml > kBlockSizeMax) st = DecodeStatus::kCorrupt;
-    else if (my_out + ll + ml > cap) st = DecodeStatus::kWrongSize;
-    else if (offset > my_out + ll) st = DecodeStatus::kCorrupt;
-  }
-  const u32 bad = team.ballot(act && st != DecodeStatus::kOk);
-  if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), team.lowest(bad)));
+  const PlacedSequence p =
+      place_sequence(team, act, llw, ll, ml, offw, s.reps_in, r->lit_pos, r->o, lits_size, block_start, cap);
+  const u64 offset = p.offset, my_lit = p.lit, my_out = p.out, incl = p.incl;
+  const u32 bad = team.ballot(act && p.status != DecodeStatus::kOk);
+  if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(p.status), team.lowest(bad)));
   const u32 last = (r->count - r->sub < team.size() ? r->count - r->sub : team.size()) - 1;
   const u64 total = team.shfl(incl, last);
   // Literals depend on nothing: copied at once, long runs by the whole team.

@@ -616,6 +616,42 @@ CS_HD inline void lane_match(u8* d, std::size_t off, std::size_t n) {
 // Members whose copies are longer than this hand them to the whole team.
 inline constexpr u32 kLongCopy = 32;
 
+// One member's sequence within a group of a block's records: its offset (stored, or "incoming
+// rep[idx] - sub", which must not reach 0: section 3.1.2.5), where its literals and its output
+// start (one team scan of (ll, ll + ml) over the group from lit_pos and o), and the checks of
+// decode_and_execute_sequences, in its order. Every member calls it (the scan is the team's);
+// members past the group's end pass act = false and ll = ml = 0. Both pass-3 executors use it
+// (execute_compressed, and execute_groups.hpp's sub-batches), so their checks cannot drift.
+struct PlacedSequence {
+  u64 offset;           // the resolved match offset
+  u64 lit, out;         // positions of its literals (in the block's literals) and its output
+  u64 incl;             // the inclusive scan: the last member's holds the group's totals
+  DecodeStatus status;  // kOk, or the first check it fails
+};
+
+template <class Team>
+CS_HD PlacedSequence place_sequence(const Team& team, bool act, u32 llw, u32 ll, u32 ml, u32 offw, const u64* reps_in,
+                                    u64 lit_pos, u64 o, u64 lits_size, u64 block_start, u64 cap) {
+  PlacedSequence p{offw, 0, 0, 0, DecodeStatus::kOk};
+  if (act && (llw & kRecSym)) {
+    const u64 rep = reps_in[(llw >> 29) & 3];
+    if (rep <= offw) p.status = DecodeStatus::kCorrupt;
+    p.offset = rep - offw;
+  }
+  const u64 mine = (u64(ll) << 32) | (u64(ll) + ml);
+  p.incl = team.scan_add(mine);
+  const u64 excl = p.incl - mine;
+  p.lit = lit_pos + (excl >> 32);
+  p.out = o + (excl & 0xFFFFFFFFu);
+  if (act && p.status == DecodeStatus::kOk) {
+    if (p.lit + ll > lits_size) p.status = DecodeStatus::kCorrupt;
+    else if (p.out - block_start + ll + ml > kBlockSizeMax) p.status = DecodeStatus::kCorrupt;
+    else if (p.out + ll + ml > cap) p.status = DecodeStatus::kWrongSize;
+    else if (p.offset > p.out + ll) p.status = DecodeStatus::kCorrupt;
+  }
+  return p;
+}
+
 // The literals and matches of the sequences of one compressed block.
 template <class Team>
 CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const BlockStep& s, const u8* blk, u8* out,
@@ -659,29 +695,11 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
       af_ml = rec_ml[ahead];
       af_off = rec_off[ahead];
     }
-    // The offset: stored, or "incoming rep[idx] - sub", which must not reach 0 (section 3.1.2.5).
-    u64 offset = offw;
-    DecodeStatus st = DecodeStatus::kOk;
-    if (act && (llw & kRecSym)) {
-      const u64 r = reps->rep[(llw >> 29) & 3];
-      if (r <= offw) st = DecodeStatus::kCorrupt;
-      offset = r - offw;
-    }
-    // Output and literal positions of every member's sequence: one scan of (ll, ll + ml).
-    const u64 mine = (u64(ll) << 32) | (u64(ll) + ml);
-    const u64 incl = team.scan_add(mine);
-    const u64 excl = incl - mine;
-    const u64 my_lit = lit_pos + (excl >> 32);
-    const u64 my_out = o + (excl & 0xFFFFFFFFu);
-    // The checks of decode_and_execute_sequences, in its order.
-    if (act && st == DecodeStatus::kOk) {
-      if (my_lit + ll > lits_size) st = DecodeStatus::kCorrupt;
-      else if (my_out - block_start + ll + ml > kBlockSizeMax) st = DecodeStatus::kCorrupt;
-      else if (my_out + ll + ml > cap) st = DecodeStatus::kWrongSize;
-      else if (offset > my_out + ll) st = DecodeStatus::kCorrupt;
-    }
-    const u32 bad = team.ballot(act && st != DecodeStatus::kOk);
-    if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(st), team.lowest(bad)));
+    const PlacedSequence p =
+        place_sequence(team, act, llw, ll, ml, offw, reps->rep, lit_pos, o, lits_size, block_start, cap);
+    const u64 offset = p.offset, my_lit = p.lit, my_out = p.out, incl = p.incl;
+    const u32 bad = team.ballot(act && p.status != DecodeStatus::kOk);
+    if (bad) return static_cast<DecodeStatus>(team.shfl(static_cast<u32>(p.status), team.lowest(bad)));
     const u32 last = (n - first < team.size() ? n - first : team.size()) - 1;
     const u64 total = team.shfl(incl, last);
     // The next group: positions from one more scan, then each member preloads its sequence's
