@@ -362,12 +362,7 @@ CS_HD DecodeStatus load_sub_batch(const Team& team, const UnitContext& c, UnitRu
   // Literals depend on nothing: copied at once, long runs by the whole team.
   const bool long_lit = ll > kLongCopy;
   if (!long_lit) lane_copy(out + my_out, lits + my_lit, ll);
-  for (u32 m = team.ballot(long_lit); m; m &= m - 1) {
-    const u32 who = team.lowest(m);
-    const u64 d = team.shfl(my_out, who), sl = team.shfl(my_lit, who);
-    const u32 len = team.shfl(ll, who);
-    team_copy(team, out + d, lits + sl, len);
-  }
+  team_copy_long_literals(team, long_lit, out, my_out, lits, my_lit, ll);
   team.sync();
   r->mdst = my_out + ll;
   r->offset = offset;
@@ -412,12 +407,7 @@ CS_HD RunState group_rounds(const Team& team, const UnitContext& c, UnitQueue* q
     team.sync();
     const bool long_match = ready && r->ml > kLongCopy;
     if (ready && !long_match) lane_match(out + r->mdst, static_cast<std::size_t>(r->offset), r->ml);
-    for (u32 m = team.ballot(long_match); m; m &= m - 1) {
-      const u32 who = team.lowest(m);
-      const u64 d = team.shfl(r->mdst, who), off = team.shfl(r->offset, who);
-      const u32 len = team.shfl(r->ml, who);
-      team_match_copy(team, out + d, static_cast<std::size_t>(off), len);
-    }
+    team_copy_long_matches(team, long_match, out, r->mdst, r->offset, r->ml);
     team.sync();
     if (ready) r->pending = false;
   }

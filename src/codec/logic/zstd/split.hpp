@@ -616,6 +616,28 @@ CS_HD inline void lane_match(u8* d, std::size_t off, std::size_t n) {
 // Members whose copies are longer than this hand them to the whole team.
 inline constexpr u32 kLongCopy = 32;
 
+// The long copies of a group, one after another by the whole team: the literals of each member
+// with `mine` set (ll bytes from lits + lit to out + at), or its match (ml bytes at offset off
+// before out + at). Every member calls them.
+template <class Team>
+CS_HD void team_copy_long_literals(const Team& team, bool mine, u8* out, u64 at, const u8* lits, u64 lit, u32 ll) {
+  for (u32 m = team.ballot(mine); m; m &= m - 1) {
+    const u32 who = team.lowest(m);
+    const u64 d = team.shfl(at, who), sl = team.shfl(lit, who);
+    const u32 len = team.shfl(ll, who);
+    team_copy(team, out + d, lits + sl, len);
+  }
+}
+template <class Team>
+CS_HD void team_copy_long_matches(const Team& team, bool mine, u8* out, u64 at, u64 off, u32 ml) {
+  for (u32 m = team.ballot(mine); m; m &= m - 1) {
+    const u32 who = team.lowest(m);
+    const u64 d = team.shfl(at, who), o = team.shfl(off, who);
+    const u32 len = team.shfl(ml, who);
+    team_match_copy(team, out + d, static_cast<std::size_t>(o), len);
+  }
+}
+
 // One member's sequence within a group of a block's records: its offset (stored, or "incoming
 // rep[idx] - sub", which must not reach 0: section 3.1.2.5), where its literals and its output
 // start (one team scan of (ll, ll + ml) over the group from lit_pos and o), and the checks of
@@ -750,12 +772,7 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
     }
     const u64 mdst = my_out + ll;
     if (act && have_match) store_pre(out + mdst, ml, pre_match);
-    for (u32 m = team.ballot(long_lit); m; m &= m - 1) {
-      const u32 who = team.lowest(m);
-      const u64 d = team.shfl(my_out, who), sl = team.shfl(my_lit, who);
-      const u32 len = team.shfl(ll, who);
-      team_copy(team, out + d, lits + sl, len);
-    }
+    team_copy_long_literals(team, long_lit, out, my_out, lits, my_lit, ll);
     team.sync();
     // The other matches, in rounds: the lowest pending member can always go (everything
     // before its output is written); another can go with it when the bytes it reads,
@@ -768,12 +785,7 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
       const bool ready = pending && (team.rank() == lead || read_end <= front);
       const bool long_match = ready && ml > kLongCopy;
       if (ready && !long_match) lane_match(out + mdst, static_cast<std::size_t>(offset), ml);
-      for (u32 m = team.ballot(long_match); m; m &= m - 1) {
-        const u32 who = team.lowest(m);
-        const u64 d = team.shfl(mdst, who), off = team.shfl(offset, who);
-        const u32 len = team.shfl(ml, who);
-        team_match_copy(team, out + d, static_cast<std::size_t>(off), len);
-      }
+      team_copy_long_matches(team, long_match, out, mdst, offset, ml);
       team.sync();
       if (ready) pending = false;
     }
