@@ -193,12 +193,7 @@ CS_HD inline void resolve_units(BlockStep* steps, u64 count, const u8* scratch, 
           st = DecodeStatus::kCorrupt;  // records were capped: see kMaxStoredSeqs
           break;
         }
-        u64 next[3];
-        for (int r = 0; r < 3; ++r) {
-          const u64 e = s.reps_end[r];
-          next[r] = sym_is(e) ? reps[sym_idx(e)] - sym_sub(e) : e;
-        }
-        for (int r = 0; r < 3; ++r) reps[r] = next[r];
+        detail::advance_repeat_offsets(s.reps_end, reps);
         // More literals used than decoded: a group fails its literal check first; any status
         // here lies after that group's.
         if (tot.lit > s.lit_regen) {
@@ -207,9 +202,8 @@ CS_HD inline void resolve_units(BlockStep* steps, u64 count, const u8* scratch, 
         }
         const u64 end = o + tot.out;
         const u64 rest = s.lit_regen - tot.lit;
-        if (tot.out + rest > kBlockSizeMax) st = DecodeStatus::kCorrupt;
-        else if (end > cap || rest > cap - end) st = DecodeStatus::kWrongSize;
-        else o = end + rest;
+        st = detail::check_trailing_literals(tot.out, rest, end, cap);
+        if (st == DecodeStatus::kOk) o = end + rest;
         break;
       }
       case kStepFrameEnd:

@@ -616,6 +616,27 @@ CS_HD inline void lane_match(u8* d, std::size_t off, std::size_t n) {
 // Members whose copies are longer than this hand them to the whole team.
 inline constexpr u32 kLongCopy = 32;
 
+// The repeat offsets after a block: its entropy pass left them symbolic, relative to the
+// offsets the block started with (`reps`, replaced by the result).
+CS_HD inline void advance_repeat_offsets(const u64* reps_end, u64* reps) {
+  u64 next[3];
+  for (int k = 0; k < 3; ++k) {
+    const u64 e = reps_end[k];
+    next[k] = sym_is(e) ? reps[sym_idx(e)] - sym_sub(e) : e;
+  }
+  for (int k = 0; k < 3; ++k) reps[k] = next[k];
+}
+
+// The checks on a block's trailing literals (the `rest` left after its last sequence), in
+// execute_compressed's order: the block's output (seq_out bytes from its sequences, then the
+// rest) stays within 128 KiB (section 3.1.1.2.3), and the rest fits the frame's output after
+// `end`, where the sequences' output ends, of `cap` bytes.
+CS_HD inline DecodeStatus check_trailing_literals(u64 seq_out, u64 rest, u64 end, u64 cap) {
+  if (seq_out + rest > kBlockSizeMax) return DecodeStatus::kCorrupt;
+  if (end > cap || rest > cap - end) return DecodeStatus::kWrongSize;
+  return DecodeStatus::kOk;
+}
+
 // The long copies of a group, one after another by the whole team: the literals of each member
 // with `mine` set (ll bytes from lits + lit to out + at), or its match (ml bytes at offset off
 // before out + at). Every member calls them.
@@ -798,17 +819,10 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   }
   if (s.status != static_cast<u32>(DecodeStatus::kOk)) return static_cast<DecodeStatus>(s.status);
   CS_ZSTD_REQUIRE(n == s.nb_seq, kCorrupt);  // records were capped: see kMaxStoredSeqs
-  // Repeat offsets after the block, from their symbolic form.
-  u64 next[3];
-  for (int k = 0; k < 3; ++k) {
-    const u64 e = s.reps_end[k];
-    next[k] = sym_is(e) ? reps->rep[sym_idx(e)] - sym_sub(e) : e;
-  }
-  for (int k = 0; k < 3; ++k) reps->rep[k] = next[k];
+  advance_repeat_offsets(s.reps_end, reps->rep);
   // The literals left after the last sequence end the block.
   const u64 rest = lits_size - lit_pos;
-  CS_ZSTD_REQUIRE(o - block_start + rest <= kBlockSizeMax, kCorrupt);
-  CS_ZSTD_REQUIRE(rest <= cap - o, kWrongSize);
+  CS_ZSTD_TRY(check_trailing_literals(o - block_start, rest, o, cap));
   team_copy(team, out + o, lits + lit_pos, static_cast<std::size_t>(rest));
   o += rest;
   team.sync();
