@@ -305,10 +305,9 @@ __global__ void __launch_bounds__(kExecWarps * 32)
 // failed (the spin then ends too: run_units drops the unit). A unit waits only on earlier
 // units, all taken by warps of this CTA, which are resident together; the first incomplete
 // unit waits at most for a warp that is raising done_bytes and waits on nothing; so the wait
-// ends. __nanosleep keeps the poll from taking issue
-// slots from the warps that do the work; capped at 256 ns because a group that reads the
-// previous group's last bytes waits about one group's copy (~1 us), and a longer sleep would
-// add to that chain.
+// ends. __nanosleep keeps the poll from taking issue slots from the warps that do the work;
+// capped at 256 ns because a group that reads the previous group's last bytes waits about one
+// group's copy (~1 us), and a longer sleep would add to that chain.
 __device__ void wait_until_runnable(const WarpTeam& team, const zl::UnitQueue* queue, const zl::UnitRunner& runner) {
   unsigned ns = 32;
   for (;;) {

@@ -217,6 +217,27 @@ void run_batch(const std::vector<Case>& cases, bool verify, std::size_t scratch_
   cudaStreamDestroy(stream);
 }
 
+// run_batch with the scratch version 2 asks for (the cases plus the skipped entry).
+void run_full(const std::vector<Case>& cases, bool verify) {
+  run_batch(cases, verify, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+}
+
+// Sets environment variables for one test and unsets them when it ends (also on a failure).
+class TestEnv {
+ public:
+  ~TestEnv() {
+    for (const auto& n : names_) ::unsetenv(n.c_str());
+  }
+  void set(const char* name, const char* value) {
+    ::setenv(name, value, 1);
+    names_.emplace_back(name);
+  }
+  void unset(const char* name) { ::unsetenv(name); }
+
+ private:
+  std::vector<std::string> names_;
+};
+
 TEST(ZstdBatch, MixedBatchMatchesLibzstdAndHostStatuses) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
@@ -229,9 +250,8 @@ TEST(ZstdBatch, MixedBatchMatchesLibzstdAndHostStatuses) {
   EXPECT_GT(names[static_cast<int>(DecodeStatus::kDictionary)], 0);
   EXPECT_GT(names[static_cast<int>(DecodeStatus::kChecksumMismatch)], 0);
   // version 2 with the scratch it asks for, both checksum settings
-  const std::size_t full = cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases));
-  run_batch(cases, true, full);
-  run_batch(cases, false, full);
+  run_full(cases, true);
+  run_full(cases, false);
 }
 
 // A device whose blocks opt in to less shared memory than the sequences kernel's 32 table sets
@@ -241,15 +261,10 @@ TEST(ZstdBatch, MixedBatchMatchesLibzstdAndHostStatuses) {
 TEST(ZstdBatch, SmallSharedMemoryDevicesReadTablesFromScratch) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
-  ::setenv("CUBESTREAM_GPU_SMEM_OPTIN", "65536", 1);
-  ::setenv("CUBESTREAM_ZSTD_SEQ_SMEM", "1", 1);
-  struct Unset {
-    ~Unset() {
-      ::unsetenv("CUBESTREAM_GPU_SMEM_OPTIN");
-      ::unsetenv("CUBESTREAM_ZSTD_SEQ_SMEM");
-    }
-  } unset;
-  run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+  TestEnv env;
+  env.set("CUBESTREAM_GPU_SMEM_OPTIN", "65536");
+  env.set("CUBESTREAM_ZSTD_SEQ_SMEM", "1");
+  run_full(cases, true);
 }
 
 // The sequences kernel's other table placement (copied into shared memory, 32 lanes per CTA,
@@ -258,11 +273,9 @@ TEST(ZstdBatch, SmallSharedMemoryDevicesReadTablesFromScratch) {
 TEST(ZstdBatch, SharedMemoryTablesOnRequestGiveTheSameBytes) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
-  ::setenv("CUBESTREAM_ZSTD_SEQ_SMEM", "1", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("CUBESTREAM_ZSTD_SEQ_SMEM"); }
-  } unset;
-  run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+  TestEnv env;
+  env.set("CUBESTREAM_ZSTD_SEQ_SMEM", "1");
+  run_full(cases, true);
 }
 
 // The sequences kernel's other stream readers (CUBESTREAM_ZSTD_SEQ_READER=general, =bits; the
@@ -271,29 +284,23 @@ TEST(ZstdBatch, SharedMemoryTablesOnRequestGiveTheSameBytes) {
 TEST(ZstdBatch, EverySequenceReaderGivesTheSameBytes) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
-  struct Unset {
-    ~Unset() {
-      ::unsetenv("CUBESTREAM_ZSTD_SEQ_READER");
-      ::unsetenv("CUBESTREAM_ZSTD_SEQ_SMEM");
-    }
-  } unset;
+  TestEnv env;
   for (const char* reader : {"general", "bits", "window"}) {
     for (const char* smem : {"0", "1"}) {
       SCOPED_TRACE(std::string("reader ") + reader + ", shared-memory tables " + smem);
-      ::setenv("CUBESTREAM_ZSTD_SEQ_READER", reader, 1);
-      ::setenv("CUBESTREAM_ZSTD_SEQ_SMEM", smem, 1);
-      run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+      env.set("CUBESTREAM_ZSTD_SEQ_READER", reader);
+      env.set("CUBESTREAM_ZSTD_SEQ_SMEM", smem);
+      run_full(cases, true);
     }
   }
   // Other numbers of steps per warp of the sequences kernel (default 8).
-  ::unsetenv("CUBESTREAM_ZSTD_SEQ_READER");
-  ::setenv("CUBESTREAM_ZSTD_SEQ_SMEM", "0", 1);
+  env.unset("CUBESTREAM_ZSTD_SEQ_READER");
+  env.set("CUBESTREAM_ZSTD_SEQ_SMEM", "0");
   for (const char* per_warp : {"1", "32"}) {
     SCOPED_TRACE(std::string("steps per warp ") + per_warp);
-    ::setenv("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP", per_warp, 1);
-    run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+    env.set("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP", per_warp);
+    run_full(cases, true);
   }
-  ::unsetenv("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP");
 }
 
 // Scratches smaller than version 2 asks for: version 1's size (n workspaces), and the size for
@@ -316,7 +323,7 @@ TEST(ZstdBatch, ManyLargeFramesVersion2) {
     Bytes enc = i % 6 == 5 ? zstd_streamed(src, 1 + i % 5, 40000, true) : zstd_plain(src, 1 + i % 5);
     cs.push_back({"era5 " + std::to_string(i), std::move(enc), src.size(), src});
   }
-  run_batch(cs, false, cubestream::cuda::zstd_batch_scratch_bytes(cs.size() + 1, total_out(cs)));
+  run_full(cs, false);
 }
 
 // Large multi-block frames, intact and damaged past their first blocks (a flipped bit or byte
@@ -351,19 +358,14 @@ TEST(ZstdBatch, MultiWarpExecuteMatchesLibzstdWithEveryWarpCount) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
   const auto large = damaged_large_batch();
-  struct Unset {
-    ~Unset() {
-      ::unsetenv("CUBESTREAM_ZSTD_EXEC");
-      ::unsetenv("CUBESTREAM_ZSTD_EXEC_WARPS");
-    }
-  } unset;
-  ::setenv("CUBESTREAM_ZSTD_EXEC", "multi", 1);
+  TestEnv env;
+  env.set("CUBESTREAM_ZSTD_EXEC", "multi");
   for (const char* warps : {"1", "2", "8", "32"}) {
     SCOPED_TRACE(std::string("warps per buffer ") + warps);
-    ::setenv("CUBESTREAM_ZSTD_EXEC_WARPS", warps, 1);
-    run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
+    env.set("CUBESTREAM_ZSTD_EXEC_WARPS", warps);
+    run_full(cases, true);
     const bool verify = std::strcmp(warps, "2") != 0;  // one run leaves the checksums unchecked
-    run_batch(large, verify, cubestream::cuda::zstd_batch_scratch_bytes(large.size() + 1, total_out(large)));
+    run_full(large, verify);
   }
 }
 
@@ -373,13 +375,11 @@ TEST(ZstdBatch, SingleWarpExecuteOnRequestGivesTheSameResults) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
   const auto large = damaged_large_batch();
-  ::setenv("CUBESTREAM_ZSTD_EXEC", "warp", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("CUBESTREAM_ZSTD_EXEC"); }
-  } unset;
-  run_batch(cases, true, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
-  run_batch(cases, false, cubestream::cuda::zstd_batch_scratch_bytes(cases.size() + 1, total_out(cases)));
-  run_batch(large, true, cubestream::cuda::zstd_batch_scratch_bytes(large.size() + 1, total_out(large)));
+  TestEnv env;
+  env.set("CUBESTREAM_ZSTD_EXEC", "warp");
+  run_full(cases, true);
+  run_full(cases, false);
+  run_full(large, true);
 }
 
 // Too small for version 2's bookkeeping: version 1 alone, three warps over the whole batch.

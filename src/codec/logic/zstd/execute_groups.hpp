@@ -19,8 +19,8 @@
 // which were taken by running teams, so work always progresses: the first incomplete unit
 // waits at most for the team that has just moved done_units past the unit before it and is
 // about to raise done_bytes (publish: the swap comes first, the maximum after), and that team
-// waits on nothing. Completion is published in order: a team marks its unit complete in a ring of
-// slots, then moves done_units / done_bytes over every complete unit in order.
+// waits on nothing. Completion is published in order: a team marks its unit complete in a ring
+// of slots, then moves done_units / done_bytes over every complete unit in order.
 //
 // Errors keep execute_steps' status: a unit that fails records (unit, status) with an atomic
 // minimum, and the buffer's status is that of the lowest failing unit, or the limit's. Every
