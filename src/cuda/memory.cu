@@ -82,6 +82,30 @@ void copy_to_device_async(void* dst, const void* src, std::size_t bytes, void* s
   CS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)));
 }
 
+void copy_batch_to_device_async(void* const* dst, const void* const* src, const std::size_t* bytes, std::size_t count,
+                                void* stream, int device) {
+  use(device);
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (count == 0) return;
+#if CUDART_VERSION >= 13000
+  // One attribute for every copy: the source is read in stream order (pinned host memory that
+  // the fetch threads finished writing before this call).
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  attr.srcLocHint.type = cudaMemLocationTypeHost;
+  attr.dstLocHint.type = cudaMemLocationTypeDevice;
+  attr.dstLocHint.id = device;
+  std::size_t attr_at = 0;
+  const cudaError_t e = cudaMemcpyBatchAsync(dst, src, bytes, count, &attr, &attr_at, 1, s);
+  if (e == cudaSuccess) return;
+  if (e != cudaErrorNotSupported && e != cudaErrorInvalidValue) CS_CUDA_CHECK(e);
+  cudaGetLastError();  // not taken: the copies one by one below
+#endif
+  for (std::size_t i = 0; i < count; ++i) {
+    CS_CUDA_CHECK(cudaMemcpyAsync(dst[i], src[i], bytes[i], cudaMemcpyHostToDevice, s));
+  }
+}
+
 void record_event(void* event, void* stream, int device) {
   use(device);
   CS_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));

@@ -175,6 +175,8 @@ GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, cons
   copy_stream_ = cuda::create_stream(device_);
   decode_stream_ = cuda::create_stream(device_);
   assemble_stream_ = cuda::create_stream(device_);
+  const char* copy = std::getenv("CUBESTREAM_GPU_COPY");
+  batched_unit_copies_ = !(copy && std::strcmp(copy, "per-unit") == 0);
   const char* pool = std::getenv("CUBESTREAM_GPU_POOL");
   if (!(pool && std::strcmp(pool, "default") == 0)) device_pool_ = cuda::create_device_pool(device_);
 }
@@ -606,7 +608,11 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
 
   // Device units: GPU-decoded ones are written by the decoders (allocated on the decode
   // stream); raw and host-decoded ones are filled by their copy (allocated on the copy stream,
-  // after the compressed runs, so the decoders need not wait for them).
+  // after the compressed runs, so the decoders need not wait for them), all in one batched
+  // copy (CUBESTREAM_GPU_COPY=per-unit: one call each, for A/B runs).
+  std::vector<void*> copy_dst;
+  std::vector<const void*> copy_src;
+  std::vector<std::size_t> copy_bytes;
   for (std::size_t j = 0; j < f.staged.size(); ++j) {
     const UnitSource& src = sources[tasks[f.miss[j]].source];
     const Staged& s = f.staged[j];
@@ -627,8 +633,18 @@ void GpuStage::launch(Flight& f, GpuStageStats& st) {
     st.bytes_fetched += s.enc.bytes_fetched;
     st.bytes_decoded += u->bytes;
     if (!gpu) {
-      cuda::copy_to_device_async(u->ptr, hstage + s.offset, u->bytes, copy_stream_, device_);
+      copy_dst.push_back(u->ptr);
+      copy_src.push_back(hstage + s.offset);
+      copy_bytes.push_back(u->bytes);
       ++st.host_decoded;
+    }
+  }
+  if (batched_unit_copies_) {
+    cuda::copy_batch_to_device_async(copy_dst.data(), copy_src.data(), copy_bytes.data(), copy_dst.size(), copy_stream_,
+                                     device_);
+  } else {
+    for (std::size_t i = 0; i < copy_dst.size(); ++i) {
+      cuda::copy_to_device_async(copy_dst[i], copy_src[i], copy_bytes[i], copy_stream_, device_);
     }
   }
   cuda::record_event(g.units_copied, copy_stream_, device_);

@@ -158,6 +158,9 @@ class GpuStage {
   // that keeps what a batch frees for the next (cuda::create_device_pool), destroyed with the
   // stage; null: the device's default pool (CUBESTREAM_GPU_POOL=default, for A/B runs).
   void* device_pool_ = nullptr;
+  // Raw and host-decoded units reach the GPU in one batched copy per batch
+  // (cuda::copy_batch_to_device_async); false: one copy each (CUBESTREAM_GPU_COPY=per-unit).
+  bool batched_unit_copies_ = true;
   // Pinned allocations and frees not yet reported (take_pinned_counts). Declared before
   // slots_: the arenas' destructors free through pinned_free, which counts here.
   std::atomic<std::uint64_t> pinned_calls_{0};

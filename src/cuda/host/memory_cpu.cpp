@@ -23,6 +23,9 @@ void destroy_stream(void*, int) noexcept {}
 void* create_event(int) { no_cuda(); }
 void destroy_event(void*, int) noexcept {}
 void copy_to_device_async(void*, const void*, std::size_t, void*, int) { no_cuda(); }
+void copy_batch_to_device_async(void* const*, const void* const*, const std::size_t*, std::size_t, void*, int) {
+  no_cuda();
+}
 void record_event(void*, void*, int) { no_cuda(); }
 void stream_wait_event(void*, void*, int) { no_cuda(); }
 void event_synchronize(void*) { no_cuda(); }
