@@ -8,8 +8,10 @@
 //   entropy   one warp per compressed block of the whole batch, from a queue: rebuilds the
 //             block's Huffman and FSE tables in shared memory, decodes its literals (four
 //             Huffman streams on lanes 0-3) and copies its sequence-code tables to the scratch.
-//   sequences one lane per block (32 per warp, one warp per SM): each lane decodes whole
-//             sequence streams into records, the block's tables in its slot of shared memory.
+//   sequences one lane per block (16 per one-warp CTA by default): each lane decodes whole
+//             sequence streams into records, its block's packed tables (2.5 KiB) copied into
+//             its slot of shared memory, so that every table lookup of the dependent chain is
+//             a shared-memory load (docs/gpu_zstd.md, v3.7).
 //   execute   by default one CTA of W warps per buffer (CUBESTREAM_ZSTD_EXEC_WARPS, 8): the
 //             warps take the buffer's groups of 32 sequences (and its raw, RLE and trailing
 //             literal copies, checksums) in order from a counter in shared memory and copy a
@@ -130,12 +132,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // ---- version 2 --------------------------------------------------------------------------
 
 constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tables in shared memory)
-// The sequences kernel: one warp per CTA, each lane decodes whole blocks' sequence streams
-// with that block's SeqTables in shared memory (32 x 5 KiB: one CTA per SM). Devices whose
-// blocks cannot opt in to that much (~99 KiB on sm_86/89, 64 KiB on sm_75) run the same kernel
-// with the tables read where pass 2a left them, in the scratch (L1/L2 instead of shared).
+// The sequences kernel: one warp per CTA, each of its first steps_per_warp lanes decodes
+// whole blocks' sequence streams with that block's packed SeqTables (2.5 KiB) in its slot of
+// shared memory: 16 lanes need 41 KiB, so 5 CTAs fit an SM of an H100, 80 blocks at once
+// (256 x 4 MiB puts ~66 steps on each of 132 SMs). Where a CTA cannot have the slots (a device
+// with less shared memory than steps_per_warp slots, or CUBESTREAM_ZSTD_SEQ_SMEM=0), the same
+// kernel reads the tables where pass 2a left them, in the scratch (L1/L2 instead of shared).
 constexpr int kSeqLanes = 32;
-constexpr std::size_t kSeqSmem = kSeqLanes * sizeof(zl::SeqTables);
+constexpr std::size_t kSeqSlot = sizeof(zl::SeqTables);
 // The single-warp execute kernel (CUBESTREAM_ZSTD_EXEC=warp): one warp per CTA and buffer (256
 // buffers spread over all SMs rather than 4 per CTA on 64 of them).
 constexpr int kExecWarps = 1;
@@ -224,17 +228,17 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 }
 
 // Pass 2b: a warp takes steps_per_warp (<= 32) consecutive steps at a time and each lane
-// decodes the sequence stream of its step when pass 2a left it ok, reading the block's tables
-// where pass 2a wrote them in the scratch or, with shared_tables, from a copy in the lane's
-// slot of shared memory; the warp meets again after them. Each lane is one long dependent
-// chain (a table lookup per sequence), so the kernel takes as long as the block with the
-// most sequences; docs/gpu_zstd.md, versions 3 and 3.5.
+// decodes the sequence stream of its step when pass 2a left it ok, reading the block's packed
+// tables from a copy in the lane's slot of shared memory or, without shared_tables, where pass
+// 2a wrote them in the scratch; the warp meets again after them. Each lane is one long
+// dependent chain (a table lookup per sequence), so the kernel takes as long as the block with
+// the most sequences; docs/gpu_zstd.md, versions 3, 3.5 and 3.7.
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
                           zl::SeqReader reader, bool shared_tables, unsigned steps_per_warp) {
   extern __shared__ uint4 seq_smem[];
   const unsigned lane = threadIdx.x & 31u;
-  zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + threadIdx.x;
+  zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + lane;  // used by lanes < steps_per_warp
   const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
   for (;;) {
     unsigned long long base = 0;
@@ -248,16 +252,16 @@ __global__ void __launch_bounds__(kSeqLanes)
         const auto* p = static_cast<const zl::u8*>(src[st.owner]);
         unsigned char* blk = arena + st.scratch;
         const zl::SeqTables* g = zl::step_seq_tables(st, blk);
-        const zl::SeqTables* tables = g;
         if (shared_tables) {
           const zl::u32 logs[3] = {g->ll_log, g->ml_log, g->of_log};
-          // The used states of each table, in 16-byte words (4 entries).
+          // The used states of each table, in 16-byte words (8 packed entries); the arrays
+          // start 16-byte aligned and hold whole words, so the last word stays inside them.
           const uint4* from[3] = {reinterpret_cast<const uint4*>(g->ll), reinterpret_cast<const uint4*>(g->ml),
                                   reinterpret_cast<const uint4*>(g->of)};
           uint4* to[3] = {reinterpret_cast<uint4*>(mine->ll), reinterpret_cast<uint4*>(mine->ml),
                           reinterpret_cast<uint4*>(mine->of)};
           for (int t = 0; t < 3; ++t) {
-            const unsigned words = ((1u << logs[t]) + 3) / 4;
+            const unsigned words = ((1u << logs[t]) + 7) / 8;
             unsigned i = 0;
             for (; i + 4 <= words; i += 4) {
               const uint4 a = from[t][i], b = from[t][i + 1], c = from[t][i + 2], d = from[t][i + 3];
@@ -271,9 +275,12 @@ __global__ void __launch_bounds__(kSeqLanes)
           mine->ll_log = logs[0];
           mine->ml_log = logs[1];
           mine->of_log = logs[2];
-          tables = mine;
+          // A call of its own, so that the compiler sees the tables' address space and
+          // looks them up with shared-memory loads rather than generic ones.
+          zl::decode_block_sequences(p, &st, mine, blk, reader);
+        } else {
+          zl::decode_block_sequences(p, &st, g, blk, reader);
         }
-        zl::decode_block_sequences(p, &st, tables, blk, reader);
         steps[k].status = st.status;
         steps[k].n_ok = st.n_ok;
         for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
@@ -373,16 +380,16 @@ zl::SeqReader sequence_reader_from_env() {
   return zl::SeqReader::kWindow;
 }
 
-// Steps a warp of the sequences kernel takes at a time, one per lane: 8 by default, so that
-// the ~8 700 blocks of a 1 GB batch are spread over ~1 100 warps whose table lookups each
-// touch 8 cache lines, not 32. On the H100 that took the kernel from 35.6 to 20.1 ms at level
-// 3 (256 x 4 MiB; the L1 hit rate went from 49 % to 78 %) and the whole decode from 14-16
-// to 18.3-18.7 GB/s (docs/gpu_zstd.md, v3.5). CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP (1-32)
-// changes it for A/B runs.
+// Steps a warp of the sequences kernel takes at a time, one per lane: 16 by default. With the
+// tables in the scratch, 8 had beaten 32 (each lookup instruction touching 8 cache lines, not
+// 32: docs/gpu_zstd.md, v3.5); with packed tables in shared memory, 16 lanes per warp (41 KiB a
+// CTA, 5 CTAs and 80 lanes per SM of an H100) ran levels 3 and 5 3 % faster than 8 and 20 %
+// faster than 4 (v3.7: the same chains in flight, fewer warps sharing the issue slots).
+// CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP (1-32) changes it for A/B runs.
 unsigned sequence_steps_per_warp_from_env() {
   const char* env = std::getenv("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP");
-  const long v = env ? std::strtol(env, nullptr, 10) : 8;
-  return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 8u;
+  const long v = env ? std::strtol(env, nullptr, 10) : 16;
+  return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 16u;
 }
 
 // Which kernel runs pass 3: by default the units kernel, several warps per buffer
@@ -411,11 +418,15 @@ int entropy_blocks() {
 }
 
 int sequences_blocks(std::size_t smem) {
-  // Per call, not once: the attribute belongs to the current device's context.
-  if (smem) {
-    CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem)));
-  }
+  // Per call, not once: the attributes belong to the current device's context. With tables in
+  // shared memory the SM's split between L1 and shared memory favours shared memory, so that
+  // as many CTAs fit as the occupancy below counts on (the lanes read little else: their
+  // streams' words, a line per ~40 sequences).
+  CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)));
+  CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     smem ? static_cast<int>(cudaSharedmemCarveoutMaxShared)
+                                          : static_cast<int>(cudaSharedmemCarveoutDefault)));
   int dev = 0, sms = 0, per_sm = 0;
   CS_CUDA_CHECK(cudaGetDevice(&dev));
   CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -433,7 +444,7 @@ std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers, std::size_t total_
   // Arena: literals (at most the decoded bytes) and 12-byte sequence records (ERA5-like
   // fields at levels 3-5: ~0.12 sequences per decoded byte, 1.4 bytes per byte), plus a
   // partly used last block per buffer. Steps: kStepShare-th of the rest.
-  // Blocks with sequences also keep their three code tables (zl::SeqTables, ~5 KiB) and their
+  // Blocks with sequences also keep their three code tables (zl::SeqTables, ~2.5 KiB) and their
   // group table (zl::GroupStart, 8 bytes per 32 sequences and one for the totals, 16-byte
   // aligned): one block per 128 KiB of output and a partial last block per buffer; the group
   // tables' decoded / 32 covers 0.125 sequences per decoded byte, the rate the 2x above
@@ -501,19 +512,19 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     // v3.3's fast bit reader and =general the checked one (same records and statuses; for A/B
     // runs).
     const zl::SeqReader seq_reader = sequence_reader_from_env();
-    // Where the lanes read their block's FSE tables: by default from the scratch, where pass
-    // 2a wrote them (L1/L2), so that the kernel needs no shared memory and every SM holds as
-    // many lanes as registers allow; each lane is one long dependent chain, and more chains in
-    // flight beat the shorter lookups of shared memory, which caps a CTA at 32 table sets
-    // (160 KiB) per SM. On the H100, levels 3 and 5 ran 4-12% faster so (docs/gpu_zstd.md,
-    // v3.4). CUBESTREAM_ZSTD_SEQ_SMEM=1 copies the tables into shared memory instead, where
-    // the device lets a block opt in to that much (A/B runs).
+    // Where the lanes read their block's FSE tables: by default from a copy in shared memory,
+    // one 2.5 KiB slot per lane, so that no lookup of the dependent chain waits for L2 (with
+    // the tables in the scratch, 62 blocks' tables per SM did not fit L1: 78 % hits, and a
+    // warp waits for its slowest lane; docs/gpu_zstd.md, v3.7). CUBESTREAM_ZSTD_SEQ_SMEM=0
+    // reads them from the scratch instead (A/B runs), as does a device whose CTAs cannot have
+    // steps_per_warp slots.
+    const unsigned seq_steps = sequence_steps_per_warp_from_env();
     const char* smem_env = std::getenv("CUBESTREAM_ZSTD_SEQ_SMEM");
-    const bool shared_tables =
-        smem_env && smem_env[0] == '1' && optin_shared_memory_per_block() >= kSeqSmem;
-    const std::size_t seq_smem = shared_tables ? kSeqSmem : 0;
+    const std::size_t want_smem = seq_steps * kSeqSlot;
+    const bool shared_tables = !(smem_env && smem_env[0] == '0') && optin_shared_memory_per_block() >= want_smem;
+    const std::size_t seq_smem = shared_tables ? want_smem : 0;
     zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
-        d_src, counters, steps, arena, seq_reader, shared_tables, sequence_steps_per_warp_from_env());
+        d_src, counters, steps, arena, seq_reader, shared_tables, seq_steps);
     if (single_warp_execute_from_env()) {
       zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                             stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,

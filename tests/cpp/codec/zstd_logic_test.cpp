@@ -628,6 +628,83 @@ TEST(ZstdLogic, SequenceReadersGiveTheSameRecords) {
   EXPECT_GT(errors, 0);
 }
 
+// Pass 2a packs each block's sequence-code tables to 2 bytes a state (split.hpp, SeqTables);
+// unpacked, every state must give the FseEntry the team built: FSE tables of every accuracy
+// log the data kinds and levels produce, predefined tables (small inputs), RLE tables
+// (repetitive data), "less than 1" symbols. Also the packing's own corner cases, directly.
+TEST(ZstdLogic, PackedSequenceTablesUnpackToTheBuiltEntries) {
+  // Corner cases: an RLE table (log 0), a "less than 1" symbol's state (k = 1, all log bits),
+  // a symbol holding every state (k from 2^log to 2^(log+1) - 1, nbits 0 and base up to 2^log - 1).
+  for (const zl::u32 log : {0u, 5u, 8u, 9u}) {
+    const zl::u32 size = 1u << log;
+    for (zl::u32 k = 1; k < 2 * size; ++k) {
+      const zl::u32 nbits = log - (31u - static_cast<zl::u32>(__builtin_clz(k)));
+      if (k < (size >> nbits)) continue;  // not a counter a table of this log can hold
+      zl::FseEntry e{};
+      e.base = static_cast<std::uint16_t>((k << nbits) - size);
+      e.nbits = static_cast<std::uint8_t>(nbits);
+      e.symbol = static_cast<std::uint8_t>(k % 53);
+      const zl::FseEntry u = zl::unpack_seq_entry(zl::pack_seq_entry(e, log), log);
+      ASSERT_EQ(u.base, e.base) << "log " << log << " k " << k;
+      ASSERT_EQ(u.nbits, e.nbits) << "log " << log << " k " << k;
+      ASSERT_EQ(u.symbol, e.symbol) << "log " << log << " k " << k;
+    }
+  }
+  short norm[zl::kFseMaxSymbols];
+  std::vector<Bytes> frames;
+  for (const auto& kind : cs_codec_test::kDataKinds) {
+    for (std::size_t n : {std::size_t(300), std::size_t(300000)}) {
+      const Bytes src = kind.make(n);
+      for (int level : {-1, 1, 3, 9, 19}) frames.push_back(zstd_plain(src, level));
+    }
+  }
+  frames.push_back(zstd_plain(era5_bytes(1u << 20, 31), 3));
+  long tables = 0, states = 0;
+  int modes[3] = {0, 0, 0};  // predefined, RLE, FSE (Repeat_Mode resolves to one of these)
+  for (const Bytes& enc : frames) {
+    zl::PlanTotals count{}, wrote{};
+    zl::plan_buffer(enc.data(), enc.size(), nullptr, 0, norm, &count);
+    std::vector<zl::BlockStep> steps(count.steps);
+    zl::plan_buffer(enc.data(), enc.size(), steps.data(), 0, norm, &wrote);
+    std::vector<std::uint8_t> scratch(count.scratch + 1);
+    std::unique_ptr<zl::ZstdTables> t(new zl::ZstdTables);
+    for (auto& st : steps) {
+      if (st.kind != zl::kStepCompressed) continue;
+      zl::decode_block_literals(zl::SerialTeam{}, enc.data(), &st, t.get(), scratch.data() + st.scratch);
+      if (!zl::needs_sequences(st)) continue;
+      const zl::SeqTables* p = zl::step_seq_tables(st, scratch.data() + st.scratch);
+      const zl::SeqTablesView v = zl::view_of(p);
+      ASSERT_EQ(p->ll_log, t->ll_log);
+      ASSERT_EQ(p->ml_log, t->ml_log);
+      ASSERT_EQ(p->of_log, t->of_log);
+      for (int c = 0; c < 3; ++c) ++modes[st.code[c].mode];
+      tables += 3;
+      const auto same = [&](const zl::FseEntry& a, const zl::FseEntry& b, const char* code, zl::u32 s) {
+        ASSERT_EQ(a.base, b.base) << code << " state " << s;
+        ASSERT_EQ(a.nbits, b.nbits) << code << " state " << s;
+        ASSERT_EQ(a.symbol, b.symbol) << code << " state " << s;
+      };
+      for (zl::u32 s = 0; s < (1u << t->ll_log); ++s, ++states) {
+        same(zl::ll_entry(p, s), t->ll[s], "ll", s);
+        same(zl::ll_entry(&v, s), t->ll[s], "ll (view)", s);
+      }
+      for (zl::u32 s = 0; s < (1u << t->ml_log); ++s, ++states) {
+        same(zl::ml_entry(p, s), t->ml[s], "ml", s);
+        same(zl::ml_entry(&v, s), t->ml[s], "ml (view)", s);
+      }
+      for (zl::u32 s = 0; s < (1u << t->of_log); ++s, ++states) {
+        same(zl::of_entry(p, s), t->of[s], "of", s);
+        same(zl::of_entry(&v, s), t->of[s], "of (view)", s);
+      }
+    }
+  }
+  std::printf("[ZstdLogic] packed tables: %ld tables, %ld states (modes: %d predefined, %d RLE, %d FSE)\n", tables,
+              states, modes[0], modes[1], modes[2]);
+  EXPECT_GT(modes[0], 0);
+  EXPECT_GT(modes[1], 0);
+  EXPECT_GT(modes[2], 0);
+}
+
 // Pass 3 by several teams (execute_groups.hpp), emulated: one team in order, 8 and 32 in
 // random orders, on multi-block frames of every kind the GPU meets (ERA5-like 4 MiB fields at
 // levels 1, 3 and 5, level 19, several and skippable frames, no content size, checksums, raw

@@ -254,27 +254,26 @@ TEST(ZstdBatch, MixedBatchMatchesLibzstdAndHostStatuses) {
   run_full(cases, false);
 }
 
-// A device whose blocks opt in to less shared memory than the sequences kernel's 32 table sets
-// (sm_86/89: ~99 KiB, sm_75: 64 KiB): that kernel reads the tables from the scratch, even when
-// shared-memory tables are asked for. Simulated here by lowering the limit
-// (CUBESTREAM_GPU_SMEM_OPTIN); same statuses and bytes.
+// A device whose blocks cannot have the sequences kernel's table slots in shared memory (one
+// 2.5 KiB slot per lane: 41 KiB at the default 16 steps per warp, 82 KiB at 32, which sm_75's
+// 64 KiB cannot give): that kernel reads the tables from the scratch. Simulated here by
+// lowering the limit (CUBESTREAM_GPU_SMEM_OPTIN) under the default's 41 KiB; same statuses and
+// bytes.
 TEST(ZstdBatch, SmallSharedMemoryDevicesReadTablesFromScratch) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
   TestEnv env;
-  env.set("CUBESTREAM_GPU_SMEM_OPTIN", "65536");
-  env.set("CUBESTREAM_ZSTD_SEQ_SMEM", "1");
+  env.set("CUBESTREAM_GPU_SMEM_OPTIN", "16384");
   run_full(cases, true);
 }
 
-// The sequences kernel's other table placement (copied into shared memory, 32 lanes per CTA,
-// CUBESTREAM_ZSTD_SEQ_SMEM=1): same statuses and bytes as the default (tables read from the
-// scratch).
-TEST(ZstdBatch, SharedMemoryTablesOnRequestGiveTheSameBytes) {
+// The sequences kernel's other table placement (read where pass 2a wrote them, in the scratch,
+// CUBESTREAM_ZSTD_SEQ_SMEM=0): same statuses and bytes as the default (a copy in shared memory).
+TEST(ZstdBatch, ScratchTablesOnRequestGiveTheSameBytes) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
   TestEnv env;
-  env.set("CUBESTREAM_ZSTD_SEQ_SMEM", "1");
+  env.set("CUBESTREAM_ZSTD_SEQ_SMEM", "0");
   run_full(cases, true);
 }
 
@@ -293,13 +292,16 @@ TEST(ZstdBatch, EverySequenceReaderGivesTheSameBytes) {
       run_full(cases, true);
     }
   }
-  // Other numbers of steps per warp of the sequences kernel (default 8).
+  // Other numbers of steps per warp of the sequences kernel (default 16), with both placements
+  // (32 lanes' slots need 82 KiB of shared memory: the opt-in path).
   env.unset("CUBESTREAM_ZSTD_SEQ_READER");
-  env.set("CUBESTREAM_ZSTD_SEQ_SMEM", "0");
-  for (const char* per_warp : {"1", "32"}) {
-    SCOPED_TRACE(std::string("steps per warp ") + per_warp);
-    env.set("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP", per_warp);
-    run_full(cases, true);
+  for (const char* smem : {"0", "1"}) {
+    for (const char* per_warp : {"1", "8", "32"}) {
+      SCOPED_TRACE(std::string("steps per warp ") + per_warp + ", shared-memory tables " + smem);
+      env.set("CUBESTREAM_ZSTD_SEQ_SMEM", smem);
+      env.set("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP", per_warp);
+      run_full(cases, true);
+    }
   }
 }
 

@@ -155,8 +155,15 @@ CS_HD inline DecodeStatus read_sequence_count(const u8* src, std::size_t n, u32*
   return DecodeStatus::kOk;
 }
 
+// State s's entry of each code in a team's ZstdTables, as built. The readers below call these
+// unqualified, so that other table sets (split.hpp's packed SeqTables) bring their own.
+CS_HD inline FseEntry ll_entry(const ZstdTables* t, u32 s) { return t->ll[s]; }
+CS_HD inline FseEntry ml_entry(const ZstdTables* t, u32 s) { return t->ml[s]; }
+CS_HD inline FseEntry of_entry(const ZstdTables* t, u32 s) { return t->of[s]; }
+
 // The backward sequence stream (section 3.1.1.3.2.2) read with the three tables of `ws`
-// (a ZstdTables, or the SeqTables copy of split.hpp: anything with ll/ml/of and their logs).
+// (a ZstdTables, or the packed SeqTables of split.hpp: anything with ll_entry, ml_entry,
+// of_entry and the three logs).
 struct SequenceStream {
   BackwardBits bits;
   u32 ll_state, of_state, ml_state;
@@ -176,7 +183,7 @@ struct SequenceStream {
   // advance unless this is the last sequence.
   template <class Tables>
   CS_HD DecodeStatus next(const Tables* ws, bool last, u32* ll, u32* ml, u64* of_value) {
-    const FseEntry lle = ws->ll[ll_state], ofe = ws->of[of_state], mle = ws->ml[ml_state];
+    const FseEntry lle = ll_entry(ws, ll_state), ofe = of_entry(ws, of_state), mle = ml_entry(ws, ml_state);
     // Extra bits in the order offset, match length, literal length.
     const u32 of_code = ofe.symbol;
     *of_value = (u64(1) << of_code) + bits.read(of_code);
@@ -199,7 +206,7 @@ struct SequenceStream {
   // fields in the same order as next().
   template <class Tables>
   CS_HD void next_fast(const Tables* ws, FastBackwardBits* fb, u32* ll, u32* ml, u64* of_value) {
-    const FseEntry lle = ws->ll[ll_state], ofe = ws->of[of_state], mle = ws->ml[ml_state];
+    const FseEntry lle = ll_entry(ws, ll_state), ofe = of_entry(ws, of_state), mle = ml_entry(ws, ml_state);
     const u32 of_code = ofe.symbol;
     *of_value = (u64(1) << of_code) + fb->read(of_code);
     *ml = ml_base(mle.symbol) + fb->read(ml_bits(mle.symbol));
@@ -223,7 +230,7 @@ struct RepeatOffsets {
 template <class Tables>
 CS_HD inline void next_from_window(const Tables* t, BackwardWordWindow* w, u32* abit, u32* ll_state, u32* ml_state,
                                    u32* of_state, u32* ll, u32* ml, u32* of_value) {
-  const FseEntry lle = t->ll[*ll_state], ofe = t->of[*of_state], mle = t->ml[*ml_state];
+  const FseEntry lle = ll_entry(t, *ll_state), ofe = of_entry(t, *of_state), mle = ml_entry(t, *ml_state);
   u32 ml_b = 0, ml_n = 0, ll_b = 0, ll_n = 0;
   ml_code(mle.symbol, &ml_b, &ml_n);
   ll_code(lle.symbol, &ll_b, &ll_n);

@@ -114,13 +114,55 @@ CS_HD inline u64 step_lit_bytes(const BlockStep& s) { return s.lit_type == 0 ? 0
 
 // The three sequence-code tables of one block (section 3.1.1.3.2.1), copied out of the team's
 // ZstdTables by pass 2a so that pass 2b can decode the block's sequence stream with one
-// thread, many blocks side by side (the GPU puts 32 of these in one SM's shared memory).
+// thread, many blocks side by side, packed to 2 bytes a state so that the GPU holds every
+// block of an SM's share of a batch in shared memory at once (2.5 KiB a block; ~62 blocks per
+// SM for 256 x 4 MiB on an H100, 155 KiB, where FseEntry's 4 bytes would need 310 KiB).
+//
+// The packed entry of a state is (k << 6) | symbol, where k is the counter build_fse_table
+// gave the state (section 4.1.1: the k-th state of a symbol with probability p has k = p + k'
+// for k' = 0 .. p - 1, or k = 1 for a "less than 1" symbol, so 1 <= k < 2^(log + 1) <= 1024:
+// 10 bits) and symbols are < 64 (codes <= 52). nbits and base follow from k and the table's
+// log: nbits = log - highbit(k), base = (k << nbits) - 2^log (unpack_seq_entry). RLE tables
+// (log 0, one state) pack as k = 1.
 struct SeqTables {
-  FseEntry ll[1u << kLlMaxLog];
-  FseEntry ml[1u << kMlMaxLog];
-  FseEntry of[1u << kOfMaxLog];
+  u16 ll[1u << kLlMaxLog];
+  u16 ml[1u << kMlMaxLog];
+  u16 of[1u << kOfMaxLog];
   u32 ll_log, ml_log, of_log, pad;
 };
+static_assert(kLlMaxLog <= 9 && kMlMaxLog <= 9 && kOfMaxLog <= 9, "k of a packed entry must fit 10 bits");
+static_assert(kMlMaxSymbol < 64 && kLlMaxSymbol < 64 && kOfMaxSymbol < 64, "a packed symbol has 6 bits");
+CS_HD inline u16 pack_seq_entry(const FseEntry& e, u32 log) {
+  const u32 k = (u32(e.base) + (1u << log)) >> e.nbits;
+  return static_cast<u16>((k << 6) | e.symbol);
+}
+CS_HD inline FseEntry unpack_seq_entry(u32 packed, u32 log) {
+  const u32 k = packed >> 6;
+  const u32 nbits = log - highbit32(k);
+  FseEntry e;
+  e.base = static_cast<u16>((k << nbits) - (1u << log));
+  e.nbits = static_cast<u8>(nbits);
+  e.symbol = static_cast<u8>(packed & 63);
+  return e;
+}
+// State s's entry of each code, for SequenceStream and next_from_window (sequences.hpp has
+// the ZstdTables overloads).
+CS_HD inline FseEntry ll_entry(const SeqTables* t, u32 s) { return unpack_seq_entry(t->ll[s], t->ll_log); }
+CS_HD inline FseEntry ml_entry(const SeqTables* t, u32 s) { return unpack_seq_entry(t->ml[s], t->ml_log); }
+CS_HD inline FseEntry of_entry(const SeqTables* t, u32 s) { return unpack_seq_entry(t->of[s], t->of_log); }
+// The same tables with their logs in registers: pass 2b's loop stores records through u32
+// pointers, which may alias the logs of a SeqTables in memory, so the compiler could not keep
+// them out of the loop.
+struct SeqTablesView {
+  const u16* ll;
+  const u16* ml;
+  const u16* of;
+  u32 ll_log, ml_log, of_log;
+};
+CS_HD inline SeqTablesView view_of(const SeqTables* t) { return {t->ll, t->ml, t->of, t->ll_log, t->ml_log, t->of_log}; }
+CS_HD inline FseEntry ll_entry(const SeqTablesView* t, u32 s) { return unpack_seq_entry(t->ll[s], t->ll_log); }
+CS_HD inline FseEntry ml_entry(const SeqTablesView* t, u32 s) { return unpack_seq_entry(t->ml[s], t->ml_log); }
+CS_HD inline FseEntry of_entry(const SeqTablesView* t, u32 s) { return unpack_seq_entry(t->of[s], t->of_log); }
 static_assert(sizeof(SeqTables) % 16 == 0, "SeqTables is copied in 16-byte words");
 
 // Where each group of kGroupSeqs sequences of a block starts, for executing the groups of a
@@ -397,13 +439,13 @@ CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockSte
     CS_ZSTD_TRY(build_code_table(team, static_cast<SeqCode>(k), s.code[k].mode, src + s.code[k].at, s.code[k].avail,
                                  t, &used));
   }
-  // The states each table has (RLE: one), copied for pass 2b.
+  // The states each table has (RLE: one), packed for pass 2b.
   team.sync();
   SeqTables* out = reinterpret_cast<SeqTables*>(blk + step_tables_at(s));
   const u32 nll = 1u << t->ll_log, nml = 1u << t->ml_log, nof = 1u << t->of_log;
-  for (u32 i = team.rank(); i < nll; i += team.size()) out->ll[i] = t->ll[i];
-  for (u32 i = team.rank(); i < nml; i += team.size()) out->ml[i] = t->ml[i];
-  for (u32 i = team.rank(); i < nof; i += team.size()) out->of[i] = t->of[i];
+  for (u32 i = team.rank(); i < nll; i += team.size()) out->ll[i] = pack_seq_entry(t->ll[i], t->ll_log);
+  for (u32 i = team.rank(); i < nml; i += team.size()) out->ml[i] = pack_seq_entry(t->ml[i], t->ml_log);
+  for (u32 i = team.rank(); i < nof; i += team.size()) out->of[i] = pack_seq_entry(t->of[i], t->of_log);
   if (team.rank() == 0) {
     out->ll_log = t->ll_log;
     out->ml_log = t->ml_log;
@@ -441,8 +483,7 @@ struct GroupSums {
 
 // The sequence stream of one block, by one thread, with the tables of pass 2a, read as
 // `reader` says.
-template <class Tables>
-CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Tables* t, u8* blk, u32* n_ok,
+CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const SeqTables* t, u8* blk, u32* n_ok,
                                      RepeatOffsets* reps, SeqReader reader, GroupSums* sums) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
@@ -471,10 +512,11 @@ CS_HD DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const Ta
     u32 abit = w.init(src + s.seq_at, static_cast<std::size_t>(s.seq_avail), pos);
     const u32 lead = abit - pos;
     u32 lls = stream.ll_state, mls = stream.ml_state, ofs = stream.of_state;
+    const SeqTablesView v = view_of(t);
     while (i < s.seq_cap && i + 1 < s.nb_seq && abit >= kWindowMinBits) {
       u32 ll = 0, ml = 0, of_value = 0;
       u64 offset = 0;
-      next_from_window(t, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
+      next_from_window(&v, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
       if (!update_repeat_offsets_flat(reps, of_value, ll, &offset)) return DecodeStatus::kCorrupt;
       store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
       sums->record(i, ll, ml);
