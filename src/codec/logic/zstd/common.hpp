@@ -275,6 +275,12 @@ struct BackwardWordWindow {
     const u64 v = (x >> s) | ((y << 1) << (63 - s));
     return static_cast<u32>(v) & ((1u << n) - 1);
   }
+  // The 64 bits below abit, bits [abit - 64, abit) of the stream from a, as one word (bit 63 =
+  // the bit just below abit), for abit inside the window's top word (after advance(abit)).
+  CS_HD u64 below(u32 abit) const {
+    const u32 s = abit - 64 * j;  // 1 <= s <= 64: the bits of word j below abit
+    return s == 64 ? hi : (lo >> s) | ((hi << 1) << (63 - s));
+  }
   // Moves the window to abit (at most 63 bits below the last position): down by one word or
   // not at all.
   CS_HD void advance(u32 abit) {

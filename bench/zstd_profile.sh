@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Where the GPU zstd kernels spend their time (issue 4, docs/gpu_zstd.md): one build with line
+# info (build-prof/, gpu_zstd_bench only), then
+#   1. the bench (256 x 4 MiB, levels 3 and 5) under each environment of VARIANTS, one after the
+#      other, so that knobs (CUBESTREAM_ZSTD_EXEC_WARPS, ..._SEQ_STEPS_PER_WARP) compare in one run;
+#   2. Nsight Compute on KERNELS at level 3: speed of light, occupancy, warp states, scheduler,
+#      memory workload and the source-level stall sampling, as text (details page, and the
+#      SASS lines with the most stall samples per kernel) -> $OUT/ncu_<kernel>.txt
+#
+#   OUT=/empty/dir VARIANTS="default CUBESTREAM_ZSTD_EXEC_WARPS=16" KERNELS="execute_units sequences" \
+#     bash bench/zstd_profile.sh
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?set OUT}
+BUILD=build-prof
+VARIANTS=${VARIANTS:-default}
+KERNELS=${KERNELS:-execute_units sequences entropy}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/profile.log") 2>&1
+log() { printf '[prof %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+EXTRA=""
+[ -d .devdeps/usr/include ] && EXTRA="-I$PWD/.devdeps/usr/include"
+log "build"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCMAKE_CXX_FLAGS="$EXTRA" \
+  -DCMAKE_CUDA_FLAGS=-lineinfo -DCUBESTREAM_BUILD_PYTHON=OFF -DCUBESTREAM_BUILD_TESTS=OFF >"$OUT/build.log" 2>&1 &&
+  ninja -C "$BUILD" gpu_zstd_bench >>"$OUT/build.log" 2>&1 ||
+  { log "build failed"; grep -E "error|FAILED" "$OUT/build.log" | head -20; exit 1; }
+for v in $VARIANTS; do
+  e=""; [ "$v" != default ] && e=$v
+  log "bench: ${v}"
+  env $e "$BUILD/gpu_zstd_bench" --big 256 --small 0 --repeat 5 --v1-repeat 0 --levels 3,5 --md "$OUT/bench_${v//[^A-Za-z0-9]/_}.md" \
+    2>>"$OUT/bench.log" | grep -E "^\| era5" | cut -d"|" -f2,3,7,9,10
+done
+command -v ncu >/dev/null || { log "no ncu"; exit 0; }
+for k in $KERNELS; do
+  log "ncu: zstd_${k}_kernel, level 3"
+  rep="$OUT/ncu_$k"
+  timeout 240 ncu --kernel-name "regex:zstd_${k}_kernel" --launch-count 1 --import-source no \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters -o "$rep" -f \
+    "$BUILD/gpu_zstd_bench" --big 256 --small 0 --repeat 1 --v1-repeat 0 --levels 3 >/dev/null 2>>"$OUT/ncu_err.log"
+  [ -f "$rep.ncu-rep" ] || { log "no report for $k"; continue; }
+  ncu --import "$rep.ncu-rep" --page details >"$rep.txt" 2>&1
+  grep -E "Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issued Warp|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Memory Throughput|L1/TEX Hit|L2 Hit|Block Limit|Stall" "$rep.txt" | head -40
+  # The SASS lines with the most stall samples, and the stall reason columns of each.
+  ncu --import "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.sass.csv" 2>/dev/null
+  python3 - "$rep.sass.csv" <<'PY' | tee "$rep.top.txt"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], errors="replace")))
+head = next((i for i, r in enumerate(rows) if "Source" in r and any("Sampling" in c for c in r)), None)
+if head is None:
+    print("no sampling columns"); sys.exit(0)
+h = rows[head]
+src = h.index("Source")
+samp = next(i for i, c in enumerate(h) if c.startswith("Warp Stall Sampling (All"))
+stall_cols = [i for i, c in enumerate(h) if c.startswith("stall_") or "Stall" in c and "Sampling" not in c]
+def num(x):
+    try: return float(x.replace(",", ""))
+    except ValueError: return 0.0
+body = [r for r in rows[head + 1:] if len(r) > samp]
+total = sum(num(r[samp]) for r in body) or 1.0
+print(f"{len(body)} SASS lines, {total:.0f} stall samples")
+for r in sorted(body, key=lambda r: -num(r[samp]))[:25]:
+    top = sorted(((num(r[i]), h[i]) for i in stall_cols), reverse=True)[:2]
+    print(f"{100 * num(r[samp]) / total:5.1f}%  {r[src][:70]:70s}  " + ", ".join(f"{n}={v:.0f}" for v, n in top if v))
+PY
+done
+# At most ~8 files come back from the machine: everything goes into one archive.
+rm -f "$OUT"/*.ncu-rep
+(cd "$OUT" && tar -czf profile.tgz --exclude=profile.tgz --exclude=profile.log . ; find . -type f ! -name profile.tgz ! -name profile.log -delete)
+log "done"
