@@ -157,7 +157,16 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
   // Four symbols go out as one 4-byte store where out is 4-byte aligned (the streams of a
   // full block start at multiples of 32 KiB).
   const bool word_out = (reinterpret_cast<std::uintptr_t>(out) & 3) == 0;
-  const auto put4 = [&](u32 four) {
+  // Four symbols from `word`, whose bits below `avail` are the stream's next ones (avail -
+  // log >= 0 for all four: they take at most 4 * kHufMaxLog = 44 bits): stores them at out + i,
+  // moves i on and returns the bits of `word` still unread.
+  const auto four_from = [&](u64 word, u32 avail) {
+    u32 four = 0;
+    for (int k = 0; k < 4; ++k) {
+      const HufEntry e = table[(word >> (avail - log)) & mask];
+      four |= u32(e.symbol) << (8 * k);
+      avail -= e.nbits;
+    }
     if (word_out) {
 #if CS_DEVICE_PASS
       *reinterpret_cast<u32*>(out + i) = four;  // little-endian: symbol k at byte k
@@ -167,6 +176,8 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
     } else {
       for (int k = 0; k < 4; ++k) out[i + k] = static_cast<u8>(four >> (8 * k));
     }
+    i += 4;
+    return avail;
   };
   // Windowed path, for most of a long stream: four symbols from the 64 bits below the read
   // position, cut out of a BackwardWordWindow whose next words are loaded one step ahead, so
@@ -179,19 +190,9 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
     u32 abit = w.init(src, n, static_cast<u32>(bits.pos));
     const u32 lead = abit - static_cast<u32>(bits.pos);
     while (abit > 5 * 64 && count - i >= 4) {
-      const u64 v = w.below(abit);
-      u32 avail = 64;
-      u32 four = 0;
-      for (int k = 0; k < 4; ++k) {
-        const HufEntry e = table[(v >> (avail - log)) & mask];
-        four |= u32(e.symbol) << (8 * k);
-        avail -= e.nbits;
-      }
-      put4(four);
-      abit -= 64 - avail;
+      abit -= 64 - four_from(w.below(abit), 64);
       w.advance(abit);
       w.refill();
-      i += 4;
     }
     bits.pos = abit - lead;
   }
@@ -204,16 +205,7 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
     while (pos >= 64 && count - i >= 4) {
       const u64 b = ((pos + 7) >> 3) - 8;  // 8b + 57 <= pos <= 8b + 64, and b + 8 <= n
       const u64 w = load_le64_in(src + b, src, src + n);
-      u32 avail = static_cast<u32>(pos - 8 * b);
-      u32 four = 0;
-      for (int k = 0; k < 4; ++k) {
-        const HufEntry e = table[(w >> (avail - log)) & mask];
-        four |= u32(e.symbol) << (8 * k);
-        avail -= e.nbits;
-      }
-      put4(four);
-      pos = 8 * b + avail;
-      i += 4;
+      pos = 8 * b + four_from(w, static_cast<u32>(pos - 8 * b));
     }
     bits.pos = pos;
   }
