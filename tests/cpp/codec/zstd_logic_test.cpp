@@ -679,22 +679,24 @@ TEST(ZstdLogic, PackedSequenceTablesUnpackToTheBuiltEntries) {
       ASSERT_EQ(p->of_log, t->of_log);
       for (int c = 0; c < 3; ++c) ++modes[st.code[c].mode];
       tables += 3;
-      const auto same = [&](const zl::FseEntry& a, const zl::FseEntry& b, const char* code, zl::u32 s) {
+      const auto same = [&](const zl::FseEntry& a, const zl::FseEntry& b, zl::u32 log, const char* code, zl::u32 s) {
+        // The next state base + (nbits bits) stays inside the table whatever the stream holds.
+        ASSERT_LE(std::uint32_t(a.base) + (1u << a.nbits), 1u << log) << code << " state " << s;
         ASSERT_EQ(a.base, b.base) << code << " state " << s;
         ASSERT_EQ(a.nbits, b.nbits) << code << " state " << s;
         ASSERT_EQ(a.symbol, b.symbol) << code << " state " << s;
       };
       for (zl::u32 s = 0; s < (1u << t->ll_log); ++s, ++states) {
-        same(zl::ll_entry(p, s), t->ll[s], "ll", s);
-        same(zl::ll_entry(&v, s), t->ll[s], "ll (view)", s);
+        same(zl::ll_entry(p, s), t->ll[s], t->ll_log, "ll", s);
+        same(zl::ll_entry(&v, s), t->ll[s], t->ll_log, "ll (view)", s);
       }
       for (zl::u32 s = 0; s < (1u << t->ml_log); ++s, ++states) {
-        same(zl::ml_entry(p, s), t->ml[s], "ml", s);
-        same(zl::ml_entry(&v, s), t->ml[s], "ml (view)", s);
+        same(zl::ml_entry(p, s), t->ml[s], t->ml_log, "ml", s);
+        same(zl::ml_entry(&v, s), t->ml[s], t->ml_log, "ml (view)", s);
       }
       for (zl::u32 s = 0; s < (1u << t->of_log); ++s, ++states) {
-        same(zl::of_entry(p, s), t->of[s], "of", s);
-        same(zl::of_entry(&v, s), t->of[s], "of (view)", s);
+        same(zl::of_entry(p, s), t->of[s], t->of_log, "of", s);
+        same(zl::of_entry(&v, s), t->of[s], t->of_log, "of (view)", s);
       }
     }
   }

@@ -136,6 +136,10 @@ CS_HD inline u16 pack_seq_entry(const FseEntry& e, u32 log) {
   const u32 k = (u32(e.base) + (1u << log)) >> e.nbits;
   return static_cast<u16>((k << 6) | e.symbol);
 }
+// `packed` must come from pack_seq_entry of an entry of a table of this log (1 <= k and
+// highbit(k) <= log: pass 2a packs only tables build_fse_table filled completely, and pass 2b
+// reads only blocks whose tables were built); then base + 2^nbits <= 2^log, so every next
+// state stays inside the table whatever bits a damaged stream supplies.
 CS_HD inline FseEntry unpack_seq_entry(u32 packed, u32 log) {
   const u32 k = packed >> 6;
   const u32 nbits = log - highbit32(k);
