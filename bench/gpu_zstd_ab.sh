@@ -14,6 +14,8 @@
 #                                                                         -> $OUT/bench_new.md, bench_NAME.md
 #   ncu       duration of each zstd kernel of one decode, big batch, each level -> $OUT/ncu.log
 #   memcheck  the GPU batch tests under compute-sanitizer                 -> $OUT/memcheck.log
+#   sass      cuobjdump's SASS of this tree's zstd kernels (to count each loop's instructions
+#             on a machine without the CUDA disassemblers)                -> $OUT/zstd_sass.txt.gz
 # Knobs: BIG=256 SMALL=1024 REPEAT=5 LEVELS=1,3,5 VARIANTS="old=build-old/tree" STEPS="build tests bench ncu memcheck"
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -100,13 +102,22 @@ memcheck() {
   grep -E 'ERROR SUMMARY|PASSED|FAILED|Invalid' "$OUT/memcheck.log" | head -20
   return $rc
 }
+sass() {
+  command -v cuobjdump >/dev/null || { log "no cuobjdump"; return 0; }
+  local obj
+  obj=$(find "$BUILD" -name 'zstd_batch.cu.o' | head -1)
+  [ -n "$obj" ] || { log "no zstd_batch.cu.o"; return 1; }
+  cuobjdump -sass "$obj" | gzip -9 >"$OUT/zstd_sass.txt.gz"
+  zcat "$OUT/zstd_sass.txt.gz" | grep -cE '^\s+/\*[0-9a-f]{4}\*/' | sed 's/^/SASS instructions: /'
+}
 export OUT VARIANTS BUILD BIG SMALL REPEAT LEVELS
-export -f log build tests bench ncu_step memcheck
+export -f log build tests bench ncu_step memcheck sass
 export START
 step build 330 build
 step tests 150 tests
 step bench 300 bench
 step ncu 200 ncu_step
 step memcheck 240 memcheck
+step sass 60 sass
 log "done in $(($(date +%s) - START))s"
 ls -la "$OUT"
