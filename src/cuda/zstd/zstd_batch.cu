@@ -143,10 +143,12 @@ constexpr std::size_t kSeqSlot = sizeof(zl::SeqTables);
 // The single-warp execute kernel (CUBESTREAM_ZSTD_EXEC=warp): one warp per CTA and buffer (256
 // buffers spread over all SMs rather than 4 per CTA on 64 of them).
 constexpr int kExecWarps = 1;
-// One thread per buffer walking its block headers and FSE descriptions: byte loads at 32
-// unrelated addresses per warp instruction. Small CTAs spread the buffers over many SMs
-// (128-thread CTAs put 256 buffers on 2 SMs: 15 ms at level 3 under ncu).
-constexpr int kPlanThreads = 8;
+// One thread per buffer walking its block headers and FSE descriptions, each thread in a CTA
+// (and so a warp) of its own: the walks of different buffers branch apart at once, so the
+// threads of one warp ran one after another (ncu: 1.04 active threads per instruction with 8
+// threads per CTA, 3.7 ms at level 3 for 256 x 4 MiB; 128-thread CTAs had put 256 buffers on 2
+// SMs: 15 ms).
+constexpr int kPlanThreads = 1;
 // Version-1 workspaces kept for the buffers that do not fit (and the v1-only path's minimum).
 constexpr std::size_t kFallbackWarps = 16;
 // A fraction of what remains after the workspaces holds the steps, the rest the arena.
