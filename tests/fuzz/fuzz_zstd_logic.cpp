@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (auto& st : steps) {  // pass 2b
         if (zl::needs_sequences(st)) {
           zl::decode_block_sequences(src.get(), &st, zl::step_seq_tables(st, scratch.get() + st.scratch),
-                                     scratch.get() + st.scratch, zl::SeqReader::kWindow);
+                                     scratch.get() + st.scratch, zl::SeqReader::kWindow, zl::seq_code_words());
         }
       }
       std::unique_ptr<std::uint8_t[]> out2(new std::uint8_t[out_size]);

@@ -77,6 +77,16 @@ CS_HD inline u32 highbit32(u32 v) {
 #endif
 }
 
+// The n lowest bits set, 0 <= n <= 32 (on the GPU one funnel shift, which clamps its count at
+// 32: (0 : ~0) << n keeps ~0 >> (32 - n) in its high word).
+CS_HD inline u32 low_mask(u32 n) {
+#if CS_DEVICE_PASS
+  return __funnelshift_lc(0xFFFFFFFFu, 0u, n);
+#else
+  return n >= 32 ? 0xFFFFFFFFu : (1u << n) - 1;
+#endif
+}
+
 CS_HD inline std::size_t min_size(std::size_t a, std::size_t b) { return a < b ? a : b; }
 
 // ---- teams -------------------------------------------------------------------------------
@@ -226,7 +236,7 @@ struct FastBackwardBits {
 // A third reader of the same backward stream, for the GPU's sequence pass (pass 2b): a
 // 128-bit window of two aligned 8-byte words (`hi` = word j, `lo` = word j - 1, counting
 // words from `a`, the stream's start rounded down to 8 bytes) and the next two words below
-// them (`n1`, `n2`). extract() cuts n <= 31 bits out of the window at a bit offset the caller
+// them (`n1`, `n2`). extract() cuts n <= 32 bits out of the window at a bit offset the caller
 // computes from the field widths, and advance() moves the window down to the caller's new
 // position, by selects and without a load; the caller reads at most 63 bits between advances
 // and advances at most twice between refill()s, which load the two words below the window.
@@ -268,14 +278,14 @@ struct BackwardWordWindow {
     n1 = word(j - 2);
     n2 = word(j - 3);
   }
-  // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 31.
+  // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 32.
   CS_HD u32 extract(u32 bit, u32 n) const {
     const u32 off = bit - 64 * (j - 1);  // 0 <= off < 128
     const bool upper = off >= 64;
     const u64 x = upper ? hi : lo, y = upper ? 0 : hi;
     const u32 s = off & 63;
     const u64 v = (x >> s) | ((y << 1) << (63 - s));
-    return static_cast<u32>(v) & ((1u << n) - 1);
+    return static_cast<u32>(v) & low_mask(n);
   }
   // The 64 bits below abit, bits [abit - 64, abit) of the stream from a, as one word (bit 63 =
   // the bit just below abit), for abit inside the window's top word (after advance(abit)).
