@@ -247,6 +247,7 @@ struct FastBackwardBits {
 // abit >= 3 * 64 + the bits it reads before the next check, so that every word loaded lies
 // inside [a, end of the stream). Word j (the top one) may reach past the stream's end: it is
 // loaded once, with those bytes read as zero.
+inline constexpr u32 kWindowPrefetchWords = 0;
 struct BackwardWordWindow {
   const u8* a;
   u32 j;
@@ -277,6 +278,14 @@ struct BackwardWordWindow {
   CS_HD void refill() {
     n1 = word(j - 2);
     n2 = word(j - 3);
+#if CS_DEVICE_PASS
+    // The line kWindowPrefetchWords words below, into L1 (no register, so nothing waits for
+    // it), so that word j - 3's first load from a new line does not wait for DRAM at the
+    // next step's advance. Only where that line still holds the stream (j >= the distance).
+    if (kWindowPrefetchWords != 0 && j >= 3 + kWindowPrefetchWords) {
+      asm volatile("prefetch.L1 [%0];" ::"l"(a + 8 * std::size_t(j - 3 - kWindowPrefetchWords)));
+    }
+#endif
   }
   // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 32.
   CS_HD u32 extract(u32 bit, u32 n) const {

@@ -211,33 +211,50 @@ struct RepeatOffsets {
   u64 rep[3];
 };
 
-// One sequence (not the last) through a BackwardWordWindow, for pass 2b on the GPU: the same
-// fields in the same order as SequenceStream::next, without a branch. `codes` holds the
-// seq_code_word table. The extra bits of offset, match length and literal length (<= 31 + 16
-// + 16 = 63 bits) come out of one window position and the three state updates (<= 9 + 9 + 8)
-// out of the next, so each half reads at most 63 bits, as the window requires. Fields read
-// one after another lie side by side below the position, the first read highest, so the
-// match- and literal-length bits are cut out as one field of <= 32 bits and the three state
-// updates as one of <= 26, then split with shifts: three window cuts a sequence, not six.
-// *abit moves down by the bits read.
+// What a window step (next_from_window) needs from the tables for the current states: their
+// three entries and the two length codes' words (seq_code_word: `codes` holds that table).
+// Pass 2b looks them up as soon as a step has the next states, so that these loads (a table
+// entry, then the code word it names) are in flight while the step stores its record.
+struct WindowLookup {
+  FseEntry ll, ml, of;
+  u32 llw, mlw;
+};
 template <class Tables>
-CS_HD inline void next_from_window(const Tables* t, const u32* codes, BackwardWordWindow* w, u32* abit, u32* ll_state,
+CS_HD inline WindowLookup window_lookup(const Tables* t, const u32* codes, u32 ll_state, u32 ml_state,
+                                        u32 of_state) {
+  WindowLookup e;
+  e.ll = ll_entry(t, ll_state);
+  e.ml = ml_entry(t, ml_state);
+  e.of = of_entry(t, of_state);
+  e.llw = codes[e.ll.symbol];
+  e.mlw = codes[kMlCodeWordAt + e.ml.symbol];
+  return e;
+}
+
+// One sequence (not the last) through a BackwardWordWindow, for pass 2b on the GPU, from the
+// lookups of its states: the same fields in the same order as SequenceStream::next, without a
+// branch. The extra bits of offset, match length and literal length (<= 31 + 16 + 16 = 63
+// bits) come out of one window position and the three state updates (<= 9 + 9 + 8) out of the
+// next, so each half reads at most 63 bits, as the window requires. Fields read one after
+// another lie side by side below the position, the first read highest, so the match- and
+// literal-length bits are cut out as one field of <= 32 bits and the three state updates as
+// one of <= 26, then split with shifts: three window cuts a sequence, not six. *abit moves
+// down by the bits read.
+CS_HD inline void next_from_window(const WindowLookup& e, BackwardWordWindow* w, u32* abit, u32* ll_state,
                                    u32* ml_state, u32* of_state, u32* ll, u32* ml, u32* of_value) {
-  const FseEntry lle = ll_entry(t, *ll_state), ofe = of_entry(t, *of_state), mle = ml_entry(t, *ml_state);
-  const u32 mlw = codes[kMlCodeWordAt + mle.symbol], llw = codes[lle.symbol];
-  const u32 of_n = ofe.symbol, ml_n = mlw >> 24, ll_n = llw >> 24;
+  const u32 of_n = e.of.symbol, ml_n = e.mlw >> 24, ll_n = e.llw >> 24;
   const u32 b0 = *abit - of_n, b2 = b0 - ml_n - ll_n;
   *of_value = (1u << of_n) + w->extract(b0, of_n);
   const u32 lengths = w->extract(b2, ml_n + ll_n);  // [b2, b0): the match length's bits above
-  *ml = (mlw & 0xFFFFFFu) + (lengths >> ll_n);
-  *ll = (llw & 0xFFFFFFu) + (lengths & low_mask(ll_n));
+  *ml = (e.mlw & 0xFFFFFFu) + (lengths >> ll_n);
+  *ll = (e.llw & 0xFFFFFFu) + (lengths & low_mask(ll_n));
   w->advance(b2);
-  const u32 n_ll = lle.nbits, n_ml = mle.nbits, n_of = ofe.nbits;
+  const u32 n_ll = e.ll.nbits, n_ml = e.ml.nbits, n_of = e.of.nbits;
   const u32 b5 = b2 - n_ll - n_ml - n_of;
   const u32 states = w->extract(b5, n_ll + n_ml + n_of);  // LL's bits highest, OF's lowest
-  *ll_state = lle.base + (states >> (n_ml + n_of));
-  *ml_state = mle.base + ((states >> n_of) & low_mask(n_ml));
-  *of_state = ofe.base + (states & low_mask(n_of));
+  *ll_state = e.ll.base + (states >> (n_ml + n_of));
+  *ml_state = e.ml.base + ((states >> n_of) & low_mask(n_ml));
+  *of_state = e.of.base + (states & low_mask(n_of));
   w->advance(b5);
   w->refill();
   *abit = b5;

@@ -559,9 +559,11 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
     DecodeStatus st = DecodeStatus::kOk;
     // An offset code above kWindowMaxOfCode (offsets of 2^31 - 3 and more, which no real
     // stream of ours has) ends the loop before its sequence; the general reader takes it.
-    while (i < end && abit >= kWindowMinBits && (v.of[ofs] & 63) <= kWindowMaxOfCode) {
+    WindowLookup e = window_lookup(&v, codes, lls, mls, ofs);
+    while (i < end && abit >= kWindowMinBits && e.of.symbol <= kWindowMaxOfCode) {
       u32 ll = 0, ml = 0, of_value = 0, offset = 0;
-      next_from_window(&v, codes, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
+      next_from_window(e, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
+      e = window_lookup(&v, codes, lls, mls, ofs);  // the next step's, in flight during the rest
       if (!update_repeat_offsets_flat(r32, of_value, ll, &offset)) {
         st = DecodeStatus::kCorrupt;
         break;
