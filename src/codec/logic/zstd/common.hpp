@@ -247,7 +247,6 @@ struct FastBackwardBits {
 // abit >= 3 * 64 + the bits it reads before the next check, so that every word loaded lies
 // inside [a, end of the stream). Word j (the top one) may reach past the stream's end: it is
 // loaded once, with those bytes read as zero.
-inline constexpr u32 kWindowPrefetchWords = 0;
 struct BackwardWordWindow {
   const u8* a;
   u32 j;
@@ -278,14 +277,6 @@ struct BackwardWordWindow {
   CS_HD void refill() {
     n1 = word(j - 2);
     n2 = word(j - 3);
-#if CS_DEVICE_PASS
-    // The line kWindowPrefetchWords words below, into L1 (no register, so nothing waits for
-    // it), so that word j - 3's first load from a new line does not wait for DRAM at the
-    // next step's advance. Only where that line still holds the stream (j >= the distance).
-    if (kWindowPrefetchWords != 0 && j >= 3 + kWindowPrefetchWords) {
-      asm volatile("prefetch.L1 [%0];" ::"l"(a + 8 * std::size_t(j - 3 - kWindowPrefetchWords)));
-    }
-#endif
   }
   // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 32.
   CS_HD u32 extract(u32 bit, u32 n) const {
@@ -311,6 +302,52 @@ struct BackwardWordWindow {
     lo = down ? n1 : lo;
     n1 = down ? n2 : n1;
     j = jn;
+  }
+};
+
+// The window of the sequence pass (pass 2b), with its words loaded a whole sequence ahead.
+// BackwardWordWindow's refill() loads the two words below the window at the end of a
+// sequence, and the next sequence's first advance() reads them (through a select, which
+// waits for its operands whatever it picks): a quarter of a sequence later. On the GPU those
+// loads mostly come from L2 (the lanes of a warp read 16 streams, and one of them starts a new
+// 32-byte sector nearly every sequence), and the wait was half of the sequence kernel's time
+// (ncu, v3.8). Here the words j - 2 and j - 3 (`n1`, `n2`) are always ready, advance() reads
+// nothing else, and the loads at the end of a sequence (step_end) fetch words j - 4 and j - 5
+// (`m1`, `m2`), which only the next step_end reads, after a whole sequence. The caller keeps
+// abit >= 5 * 64 + 1 + the bits of a sequence before each one, so that every word loaded lies
+// inside [a, end of the stream); at most 63 bits between advances, two advances a sequence.
+struct BackwardWordQueue : BackwardWordWindow {
+  u64 m1, m2;
+  u32 crossed;  // words the window moved down since the last step_end (0-2)
+
+  CS_HD u32 init(const u8* p, std::size_t size, u32 pos) {
+    const u32 abit = BackwardWordWindow::init(p, size, pos);
+    m1 = word(j - 4);
+    m2 = word(j - 5);
+    crossed = 0;
+    return abit;
+  }
+  // Moves the window to abit (at most 63 bits below the last position): down by one word or
+  // not at all, the new low word being n1 or, at the second move of a sequence, n2.
+  CS_HD void advance(u32 abit) {
+    const u32 jn = (abit - 1) >> 6;
+    const bool down = jn != j;
+    const u64 next = crossed != 0 ? n2 : n1;
+    hi = down ? lo : hi;
+    lo = down ? next : lo;
+    crossed += down ? 1u : 0u;
+    j = jn;
+  }
+  // After a sequence: n1, n2 become words j - 2, j - 3 again (from n1, n2, m1, m2, as the
+  // window moved 0, 1 or 2 words), and the loads of the next two words below start.
+  CS_HD void step_end() {
+    const u64 a1 = crossed == 0 ? n1 : crossed == 1 ? n2 : m1;
+    const u64 a2 = crossed == 0 ? n2 : crossed == 1 ? m1 : m2;
+    n1 = a1;
+    n2 = a2;
+    m1 = word(j - 4);
+    m2 = word(j - 5);
+    crossed = 0;
   }
 };
 

@@ -231,7 +231,7 @@ CS_HD inline WindowLookup window_lookup(const Tables* t, const u32* codes, u32 l
   return e;
 }
 
-// One sequence (not the last) through a BackwardWordWindow, for pass 2b on the GPU, from the
+// One sequence (not the last) through a BackwardWordQueue, for pass 2b on the GPU, from the
 // lookups of its states: the same fields in the same order as SequenceStream::next, without a
 // branch. The extra bits of offset, match length and literal length (<= 31 + 16 + 16 = 63
 // bits) come out of one window position and the three state updates (<= 9 + 9 + 8) out of the
@@ -240,7 +240,7 @@ CS_HD inline WindowLookup window_lookup(const Tables* t, const u32* codes, u32 l
 // literal-length bits are cut out as one field of <= 32 bits and the three state updates as
 // one of <= 26, then split with shifts: three window cuts a sequence, not six. *abit moves
 // down by the bits read.
-CS_HD inline void next_from_window(const WindowLookup& e, BackwardWordWindow* w, u32* abit, u32* ll_state,
+CS_HD inline void next_from_window(const WindowLookup& e, BackwardWordQueue* w, u32* abit, u32* ll_state,
                                    u32* ml_state, u32* of_state, u32* ll, u32* ml, u32* of_value) {
   const u32 of_n = e.of.symbol, ml_n = e.mlw >> 24, ll_n = e.llw >> 24;
   const u32 b0 = *abit - of_n, b2 = b0 - ml_n - ll_n;
@@ -256,7 +256,7 @@ CS_HD inline void next_from_window(const WindowLookup& e, BackwardWordWindow* w,
   *ml_state = e.ml.base + ((states >> n_of) & low_mask(n_ml));
   *of_state = e.of.base + (states & low_mask(n_of));
   w->advance(b5);
-  w->refill();
+  w->step_end();
   *abit = b5;
 }
 

@@ -227,13 +227,13 @@ struct PlanTotals {
 // How pass 2b reads a sequence stream, up to its last few sequences (which always take the
 // general reader): kGeneral, BackwardBits with every check; kFastBits, FastBackwardBits
 // (SequenceStream::next_fast: a branch and maybe a load per field); kWindow, a
-// BackwardWordWindow (next_from_window: no branch, no load in the dependent chain). The same
+// BackwardWordQueue (next_from_window: no branch, no load in the dependent chain). The same
 // records and statuses from each.
 enum class SeqReader : u32 { kGeneral = 0, kFastBits = 1, kWindow = 2 };
 
 // A window loop's sequence may start only this far from the stream's start (in the window's
 // bit count): after it (<= 89 bits) the window's lowest loaded word is still word 0.
-inline constexpr u32 kWindowMinBits = 3 * 64 + 1 + SequenceStream::kMaxSequenceBits;
+inline constexpr u32 kWindowMinBits = 5 * 64 + 1 + SequenceStream::kMaxSequenceBits;
 
 namespace detail {
 
@@ -548,7 +548,7 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
              sym32_fits(reps->rep[0]) && sym32_fits(reps->rep[1]) && sym32_fits(reps->rep[2])) {
     // (The window's first word may start up to 7 bytes before the stream: inside src, as
     // seq_at >= 8.)
-    BackwardWordWindow w;
+    BackwardWordQueue w;
     const u32 pos = static_cast<u32>(stream.bits.pos);
     u32 abit = w.init(src + s.seq_at, static_cast<std::size_t>(s.seq_avail), pos);
     const u32 lead = abit - pos;
