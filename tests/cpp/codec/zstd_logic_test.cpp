@@ -102,12 +102,13 @@ SplitBuffer split_prepare(const std::uint8_t* src, std::size_t n, bool reverse, 
   if (reverse) {
     // Pass 2b from a copy of each block's tables, as the GPU's shared-memory slot.
     std::unique_ptr<zl::SeqTables> slot(new zl::SeqTables);
+    zl::u64 ring[zl::BackwardWordQueue::kRingWords];  // the GPU lane's stream ring
     for (auto& st : steps) {
       if (!zl::needs_sequences(st)) continue;
       std::memset(static_cast<void*>(slot.get()), 0x5A, sizeof(zl::SeqTables));
       std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch + st.scratch),
                   sizeof(zl::SeqTables));
-      zl::decode_block_sequences(src, &st, slot.get(), scratch + st.scratch, reader, zl::seq_code_words());
+      zl::decode_block_sequences(src, &st, slot.get(), scratch + st.scratch, reader, zl::seq_code_words(), ring);
     }
   }
   for (const auto& st : steps) {
@@ -637,10 +638,11 @@ TEST(ZstdLogic, SequenceReadersAgreeOnCraftedStreams) {
     const std::size_t rec_bytes = std::size_t(12) * st.seq_cap;
     const std::uint8_t* recs = blk.data() + zl::step_lit_bytes(st);
     zl::BlockStep ref{};
+    zl::u64 ring[zl::BackwardWordQueue::kRingWords];
     for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
       zl::BlockStep s = st;
       std::memset(blk.data(), 0xEE, blk.size());
-      zl::decode_block_sequences(src.data(), &s, t.get(), blk.data(), reader, zl::seq_code_words());
+      zl::decode_block_sequences(src.data(), &s, t.get(), blk.data(), reader, zl::seq_code_words(), ring);
       if (reader == zl::SeqReader::kGeneral) {
         ref = s;
         first.assign(recs, recs + rec_bytes);
@@ -700,11 +702,12 @@ TEST(ZstdLogic, SequenceReadersGiveTheSameRecords) {
       const std::uint8_t* recs = scratch.data() + st.scratch + zl::step_lit_bytes(st);
       std::vector<std::uint8_t> first;
       zl::BlockStep ref{};
+      zl::u64 ring[zl::BackwardWordQueue::kRingWords];
       for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
         zl::BlockStep s = st;
         std::memset(scratch.data() + st.scratch + zl::step_lit_bytes(st), 0xEE, rec_bytes);
         zl::decode_block_sequences(enc.data(), &s, zl::step_seq_tables(st, scratch.data() + st.scratch),
-                                   scratch.data() + st.scratch, reader, zl::seq_code_words());
+                                   scratch.data() + st.scratch, reader, zl::seq_code_words(), ring);
         if (reader == zl::SeqReader::kGeneral) {
           ref = s;
           first.assign(recs, recs + rec_bytes);

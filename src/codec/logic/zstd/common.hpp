@@ -305,25 +305,56 @@ struct BackwardWordWindow {
   }
 };
 
-// The window of the sequence pass (pass 2b), with its words loaded a whole sequence ahead.
-// BackwardWordWindow's refill() loads the two words below the window at the end of a
-// sequence, and the next sequence's first advance() reads them (through a select, which
-// waits for its operands whatever it picks): a quarter of a sequence later. On the GPU those
-// loads mostly come from L2 (the lanes of a warp read 16 streams, and one of them starts a new
-// 32-byte sector nearly every sequence), and the wait was half of the sequence kernel's time
-// (ncu, v3.8). Here the words j - 2 and j - 3 (`n1`, `n2`) are always ready, advance() reads
-// nothing else, and the loads at the end of a sequence (step_end) fetch words j - 4 and j - 5
-// (`m1`, `m2`), which only the next step_end reads, after a whole sequence. The caller keeps
+// The window of the sequence pass (pass 2b), fed through a small ring of words in shared
+// memory that asynchronous copies fill a sequence ahead. With BackwardWordWindow's refill(),
+// the two words below the window are loaded into registers at the end of a sequence for the
+// next one, and ncu (H100, v3.8) put half of the sequence kernel's stall samples on the first
+// instruction of the loop waiting for those loads: the compiler waits for a loop's register
+// loads before its next iteration, wherever their values are used, and with 16 streams per
+// warp some lane starts a new 32-byte sector, from L2, nearly every sequence. A copy into
+// shared memory (cp.async) has no register to wait for: step_end() starts the copies of words
+// j - 4 and j - 5 into the ring, then waits only for the copies started a sequence earlier,
+// which hold words j - 2 and j - 3 (the window moves at most two words a sequence), and reads
+// those two into `n1`, `n2`. advance() reads nothing else. On the host the copies are plain
+// loads. `ring` is kRingWords words of the caller's (one ring per stream). The caller keeps
 // abit >= 5 * 64 + 1 + the bits of a sequence before each one, so that every word loaded lies
 // inside [a, end of the stream); at most 63 bits between advances, two advances a sequence.
 struct BackwardWordQueue : BackwardWordWindow {
-  u64 m1, m2;
+  static constexpr u32 kRingWords = 8;  // words j - 2 .. j - 5, and two copies in flight
+  u64* ring;
   u32 crossed;  // words the window moved down since the last step_end (0-2)
 
-  CS_HD u32 init(const u8* p, std::size_t size, u32 pos) {
+  CS_HD void copy_to_ring(u32 k) {
+#if CS_DEVICE_PASS
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(ring + (k & (kRingWords - 1))));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(a + 8 * std::size_t(k)) : "memory");
+#else
+    ring[k & (kRingWords - 1)] = word(k);
+#endif
+  }
+  // Waits for every copy but those of the latest step_end.
+  CS_HD static void wait_all_but_latest() {
+#if CS_DEVICE_PASS
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+  }
+  CS_HD static void commit() {
+#if CS_DEVICE_PASS
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+  }
+  CS_HD u64 from_ring(u32 k) const { return ring[k & (kRingWords - 1)]; }
+  // Waits for every copy (before the ring is reused for another stream).
+  CS_HD static void drain() {
+#if CS_DEVICE_PASS
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+  }
+
+  CS_HD u32 init(const u8* p, std::size_t size, u32 pos, u64* ring_words) {
     const u32 abit = BackwardWordWindow::init(p, size, pos);
-    m1 = word(j - 4);
-    m2 = word(j - 5);
+    ring = ring_words;
+    for (u32 k = 2; k <= 5; ++k) ring[(j - k) & (kRingWords - 1)] = word(j - k);
     crossed = 0;
     return abit;
   }
@@ -338,15 +369,16 @@ struct BackwardWordQueue : BackwardWordWindow {
     crossed += down ? 1u : 0u;
     j = jn;
   }
-  // After a sequence: n1, n2 become words j - 2, j - 3 again (from n1, n2, m1, m2, as the
-  // window moved 0, 1 or 2 words), and the loads of the next two words below start.
+  // After a sequence: starts the copies of words j - 4 and j - 5 (each word is copied while it
+  // is 4 or 5 below the window, so at least one sequence before it is 2 or 3 below), waits for
+  // the earlier ones, and reads words j - 2 and j - 3.
   CS_HD void step_end() {
-    const u64 a1 = crossed == 0 ? n1 : crossed == 1 ? n2 : m1;
-    const u64 a2 = crossed == 0 ? n2 : crossed == 1 ? m1 : m2;
-    n1 = a1;
-    n2 = a2;
-    m1 = word(j - 4);
-    m2 = word(j - 5);
+    copy_to_ring(j - 4);
+    copy_to_ring(j - 5);
+    commit();
+    wait_all_but_latest();
+    n1 = from_ring(j - 2);
+    n2 = from_ring(j - 3);
     crossed = 0;
   }
 };

@@ -523,7 +523,7 @@ struct GroupSums {
 // The sequence stream of one block, by one thread, with the tables of pass 2a, read as
 // `reader` says.
 CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const SeqTables* t, u8* blk, u32* n_ok,
-                                            RepeatOffsets* reps, SeqReader reader, const u32* codes,
+                                            RepeatOffsets* reps, SeqReader reader, const u32* codes, u64* ring,
                                             GroupSums* sums) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
@@ -544,13 +544,13 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
     }
     stream.bits.pos = fb.pos;
     stream.bits.win_byte = ~u64(0);  // the general reader reloads its window
-  } else if (reader == SeqReader::kWindow && codes && s.seq_at >= 8 && stream.bits.pos >= kWindowMinBits &&
+  } else if (reader == SeqReader::kWindow && codes && ring && s.seq_at >= 8 && stream.bits.pos >= kWindowMinBits &&
              sym32_fits(reps->rep[0]) && sym32_fits(reps->rep[1]) && sym32_fits(reps->rep[2])) {
     // (The window's first word may start up to 7 bytes before the stream: inside src, as
     // seq_at >= 8.)
     BackwardWordQueue w;
     const u32 pos = static_cast<u32>(stream.bits.pos);
-    u32 abit = w.init(src + s.seq_at, static_cast<std::size_t>(s.seq_avail), pos);
+    u32 abit = w.init(src + s.seq_at, static_cast<std::size_t>(s.seq_avail), pos, ring);
     const u32 lead = abit - pos;
     u32 lls = stream.ll_state, mls = stream.ml_state, ofs = stream.of_state;
     const SeqTablesView v = view_of(t);
@@ -572,6 +572,7 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
       sums->record(i, ll, ml);
       *n_ok = ++i;
     }
+    w.drain();
     for (int k = 0; k < 3; ++k) reps->rep[k] = sym32_to64(r32[k]);
     if (st != DecodeStatus::kOk) return st;
     stream.ll_state = lls;
@@ -634,14 +635,16 @@ inline const u32* seq_code_words() {
 // the block's GroupStart table (entries 0 to ceil(n_ok / kGroupSeqs), also on errors).
 // `reader`: see SeqReader (the same results from each); SeqReader::kWindow needs `codes`, the
 // seq_code_word table (seq_code_words() on the host; the GPU kernel's copy in shared memory),
-// and without it reads as kGeneral.
+// and `ring`, BackwardWordQueue::kRingWords words of the thread's (in shared memory on the
+// GPU), and without them reads as kGeneral.
 CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk,
-                                         SeqReader reader = SeqReader::kGeneral, const u32* codes = nullptr) {
+                                         SeqReader reader = SeqReader::kGeneral, const u32* codes = nullptr,
+                                         u64* ring = nullptr) {
   u32 n_ok = 0;
   // Repeat offsets relative to the block's incoming ones (kSymTag).
   RepeatOffsets reps{{sym_rep(0), sym_rep(1), sym_rep(2)}};
   detail::GroupSums sums{reinterpret_cast<GroupStart*>(blk + step_groups_at(*s))};
-  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, reader, codes, &sums);
+  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, reader, codes, ring, &sums);
   sums.table[(n_ok + kGroupSeqs - 1) / kGroupSeqs] = sums.now();
   s->status = static_cast<u32>(st);
   s->n_ok = n_ok;
