@@ -75,10 +75,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           zl::decode_block_literals(zl::SerialTeam{}, src.get(), &steps[k], tables, scratch.get() + steps[k].scratch);
         }
       }
+      zl::u64 ring[zl::BackwardWordQueue::kRingWords];
       for (auto& st : steps) {  // pass 2b
         if (zl::needs_sequences(st)) {
           zl::decode_block_sequences(src.get(), &st, zl::step_seq_tables(st, scratch.get() + st.scratch),
-                                     scratch.get() + st.scratch, zl::SeqReader::kWindow);
+                                     scratch.get() + st.scratch, zl::SeqReader::kWindow, zl::seq_code_words(), ring);
         }
       }
       std::unique_ptr<std::uint8_t[]> out2(new std::uint8_t[out_size]);

@@ -239,6 +239,13 @@ __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
                           zl::SeqReader reader, bool shared_tables, unsigned steps_per_warp) {
   extern __shared__ uint4 seq_smem[];
+  // The length codes' baselines and extra-bit counts (zl::seq_code_word), one copy per CTA:
+  // looked up, not computed, so that lanes on different blocks do not diverge on them.
+  __shared__ zl::u32 codes[zl::kSeqCodeWords];
+  // Each lane's ring of sequence-stream words (zl::BackwardWordQueue).
+  __shared__ zl::u64 rings[kSeqLanes][zl::BackwardWordQueue::kRingWords];
+  for (unsigned i = threadIdx.x; i < zl::kSeqCodeWords; i += blockDim.x) codes[i] = zl::seq_code_word(i);
+  __syncthreads();
   const unsigned lane = threadIdx.x & 31u;
   zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + lane;  // used by lanes < steps_per_warp
   const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
@@ -279,9 +286,9 @@ __global__ void __launch_bounds__(kSeqLanes)
           mine->of_log = logs[2];
           // A call of its own, so that the compiler sees the tables' address space and
           // looks them up with shared-memory loads rather than generic ones.
-          zl::decode_block_sequences(p, &st, mine, blk, reader);
+          zl::decode_block_sequences(p, &st, mine, blk, reader, codes, rings[lane]);
         } else {
-          zl::decode_block_sequences(p, &st, g, blk, reader);
+          zl::decode_block_sequences(p, &st, g, blk, reader, codes, rings[lane]);
         }
         steps[k].status = st.status;
         steps[k].n_ok = st.n_ok;
@@ -523,7 +530,12 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     const unsigned seq_steps = sequence_steps_per_warp_from_env();
     const char* smem_env = std::getenv("CUBESTREAM_ZSTD_SEQ_SMEM");
     const std::size_t want_smem = seq_steps * kSeqSlot;
-    const bool shared_tables = !(smem_env && smem_env[0] == '0') && optin_shared_memory_per_block() >= want_smem;
+    // (The kernel's own static shared memory, the code words and the stream rings, comes on
+    // top of the slots.)
+    const bool shared_tables = !(smem_env && smem_env[0] == '0') &&
+                               optin_shared_memory_per_block() >=
+                                   want_smem + zl::kSeqCodeWords * sizeof(zl::u32) +
+                                       kSeqLanes * zl::BackwardWordQueue::kRingWords * sizeof(zl::u64);
     const std::size_t seq_smem = shared_tables ? want_smem : 0;
     zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
         d_src, counters, steps, arena, seq_reader, shared_tables, seq_steps);

@@ -102,12 +102,13 @@ SplitBuffer split_prepare(const std::uint8_t* src, std::size_t n, bool reverse, 
   if (reverse) {
     // Pass 2b from a copy of each block's tables, as the GPU's shared-memory slot.
     std::unique_ptr<zl::SeqTables> slot(new zl::SeqTables);
+    zl::u64 ring[zl::BackwardWordQueue::kRingWords];  // the GPU lane's stream ring
     for (auto& st : steps) {
       if (!zl::needs_sequences(st)) continue;
       std::memset(static_cast<void*>(slot.get()), 0x5A, sizeof(zl::SeqTables));
       std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch + st.scratch),
                   sizeof(zl::SeqTables));
-      zl::decode_block_sequences(src, &st, slot.get(), scratch + st.scratch, reader);
+      zl::decode_block_sequences(src, &st, slot.get(), scratch + st.scratch, reader, zl::seq_code_words(), ring);
     }
   }
   for (const auto& st : steps) {
@@ -542,21 +543,123 @@ TEST(ZstdLogic, SplitPlanSteps) {
   EXPECT_EQ(cs[2].status, static_cast<std::uint32_t>(DecodeStatus::kCorrupt));
 }
 
-// The arithmetic form of the literal- and match-length code tables (ll_code, ml_code, used by
-// the word-window reader) against the tables of section 3.1.1.3.2.1.1, every code.
-TEST(ZstdLogic, LengthCodeArithmeticMatchesTheTables) {
+// The one-word form of the literal- and match-length code tables (seq_code_word, looked up
+// by the word-window reader) against the tables of section 3.1.1.3.2.1.1, every code; and the
+// host's copy of it.
+TEST(ZstdLogic, LengthCodeWordsMatchTheTables) {
+  const zl::u32* words = zl::seq_code_words();
   for (std::uint32_t c = 0; c <= zl::kLlMaxSymbol; ++c) {
-    std::uint32_t base = 0, bits = 0;
-    zl::ll_code(c, &base, &bits);
-    EXPECT_EQ(base, zl::ll_base(c)) << "literal-length code " << c;
-    EXPECT_EQ(bits, zl::ll_bits(c)) << "literal-length code " << c;
+    EXPECT_EQ(words[c] & 0xFFFFFFu, zl::ll_base(c)) << "literal-length code " << c;
+    EXPECT_EQ(words[c] >> 24, zl::ll_bits(c)) << "literal-length code " << c;
   }
   for (std::uint32_t c = 0; c <= zl::kMlMaxSymbol; ++c) {
-    std::uint32_t base = 0, bits = 0;
-    zl::ml_code(c, &base, &bits);
-    EXPECT_EQ(base, zl::ml_base(c)) << "match-length code " << c;
-    EXPECT_EQ(bits, zl::ml_bits(c)) << "match-length code " << c;
+    EXPECT_EQ(words[zl::kMlCodeWordAt + c] & 0xFFFFFFu, zl::ml_base(c)) << "match-length code " << c;
+    EXPECT_EQ(words[zl::kMlCodeWordAt + c] >> 24, zl::ml_bits(c)) << "match-length code " << c;
   }
+  EXPECT_EQ(zl::kMlCodeWordAt + zl::kMlMaxSymbol + 1, zl::kSeqCodeWords);
+  for (zl::u32 n = 0; n <= 32; ++n) EXPECT_EQ(zl::low_mask(n), n == 32 ? ~0u : (1u << n) - 1) << n;
+}
+
+// The window loop's 32-bit repeat offsets (split.hpp, sym32_from): symbolic entries with up to
+// a block's worth of decrements and real offsets below 2^31 round-trip, decrement as the 64-bit
+// form does, and store the same records.
+TEST(ZstdLogic, ThirtyTwoBitRepeatOffsetsMatchTheSixtyFourBitForm) {
+  std::vector<zl::u64> entries;
+  for (zl::u32 idx = 0; idx < 3; ++idx) {
+    for (zl::u64 sub : std::vector<zl::u64>{0, 1, 2, 1000, zl::kMaxStoredSeqs, zl::kSym32Base / 2 - 1}) {
+      entries.push_back(zl::sym_rep(idx) - sub);
+    }
+  }
+  for (zl::u64 off : {1ull, 2ull, 3ull, 4ull, 65536ull, 0x7FFFFFFFull}) entries.push_back(off);
+  for (zl::u64 e : entries) {
+    ASSERT_TRUE(zl::sym32_fits(e)) << std::hex << e;
+    const zl::u32 v = zl::sym32_from(e);
+    EXPECT_EQ(zl::sym32_to64(v), e) << std::hex << e;
+    if (e > 1) EXPECT_EQ(zl::sym32_to64(v - 1), e - 1) << std::hex << e;  // the format's rep[0] - 1
+    EXPECT_NE(v, 0u);
+    zl::u32 a[3][4], b[3][4];
+    zl::detail::store_record(a[0], a[1], a[2], 2, 77, 9, e);
+    zl::detail::store_record32(b[0], b[1], b[2], 2, 77, 9, v);
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(a[k][2], b[k][2]) << "array " << k << ", entry " << std::hex << e;
+  }
+  EXPECT_FALSE(zl::sym32_fits(0x80000000ull));
+  EXPECT_FALSE(zl::sym32_fits(zl::sym_rep(1) - zl::kSym32Base / 2));
+  // The flat update on both forms, every Offset_Value class and literal length 0 or not, from
+  // lists mixing real and symbolic entries.
+  std::mt19937 rng(7);
+  for (int t = 0; t < 20000; ++t) {
+    zl::RepeatOffsets r64{{zl::sym_rep(0) - rng() % 3, zl::sym_rep(1), rng() % 2 ? zl::u64(1 + rng() % 3) : zl::sym_rep(2)}};
+    zl::u32 r32[3] = {zl::sym32_from(r64.rep[0]), zl::sym32_from(r64.rep[1]), zl::sym32_from(r64.rep[2])};
+    for (int q = 0; q < 8; ++q) {
+      const zl::u32 of_value = rng() % 2 ? 1 + rng() % 3 : 4 + rng() % 100000;
+      const zl::u32 ll = rng() % 3 == 0 ? 0 : 1 + rng() % 40;
+      zl::u64 o64 = 0;
+      zl::u32 o32 = 0;
+      const bool ok64 = zl::update_repeat_offsets(&r64, of_value, ll, &o64) == DecodeStatus::kOk;
+      const bool ok32 = zl::update_repeat_offsets_flat(r32, of_value, ll, &o32);
+      ASSERT_EQ(ok64, ok32) << "trial " << t;
+      if (!ok64) break;
+      ASSERT_EQ(zl::sym32_to64(o32), o64) << "trial " << t;
+      for (int k = 0; k < 3; ++k) ASSERT_EQ(zl::sym32_to64(r32[k]), r64.rep[k]) << "trial " << t << ", rep " << k;
+    }
+  }
+}
+
+// The three readers of pass 2b on streams no encoder writes: random bits read with small
+// hand-made tables whose offset codes include 31 (offsets of 2^31 and more, which the window
+// loop hands to the general reader) and 0-1 (repeat offsets, "rep[0] - 1" included), and
+// length codes with the most extra bits. The same status, records and repeat offsets from each.
+TEST(ZstdLogic, SequenceReadersAgreeOnCraftedStreams) {
+  std::mt19937 rng(20261123);
+  long handed_over = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    // Tables of log 2, four symbols of probability 1 each: every state reads 2 bits and may go
+    // to any state (k = 1: nbits = log, base = 0).
+    std::unique_ptr<zl::SeqTables> t(new zl::SeqTables{});
+    t->ll_log = t->ml_log = t->of_log = 2;
+    const zl::u32 of_syms[4] = {trial % 3 == 0 ? 31u : 22u, static_cast<zl::u32>(rng() % 2),
+                                static_cast<zl::u32>(1 + rng() % 20), static_cast<zl::u32>(rng() % 2)};
+    for (zl::u32 k = 0; k < 4; ++k) {
+      t->ll[k] = static_cast<zl::u16>(1u << 6 | (rng() % 4 == 0 ? 35 - rng() % 6 : rng() % 20));
+      t->ml[k] = static_cast<zl::u16>(1u << 6 | (rng() % 4 == 0 ? 52 - rng() % 6 : rng() % 40));
+      t->of[k] = static_cast<zl::u16>(1u << 6 | of_syms[k]);
+    }
+    zl::BlockStep st{};
+    st.kind = zl::kStepCompressed;
+    st.nb_seq = st.seq_cap = 200 + rng() % 800;
+    const std::size_t stream_bytes = std::size_t(st.nb_seq) * 14 + 16;
+    Bytes src(16 + stream_bytes);
+    for (auto& c : src) c = static_cast<std::uint8_t>(rng());
+    src.back() |= 0x80;  // the stream's end marker
+    st.seq_at = 16;
+    st.seq_avail = stream_bytes;
+    const std::size_t scratch_bytes = zl::step_scratch_bytes(st);
+    std::vector<std::uint8_t> blk(scratch_bytes), first;
+    const std::size_t rec_bytes = std::size_t(12) * st.seq_cap;
+    const std::uint8_t* recs = blk.data() + zl::step_lit_bytes(st);
+    zl::BlockStep ref{};
+    zl::u64 ring[zl::BackwardWordQueue::kRingWords];
+    for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
+      zl::BlockStep s = st;
+      std::memset(blk.data(), 0xEE, blk.size());
+      zl::decode_block_sequences(src.data(), &s, t.get(), blk.data(), reader, zl::seq_code_words(), ring);
+      if (reader == zl::SeqReader::kGeneral) {
+        ref = s;
+        first.assign(recs, recs + rec_bytes);
+        handed_over += trial % 3 == 0 && s.n_ok > 4;
+        continue;
+      }
+      const int r = static_cast<int>(reader);
+      ASSERT_EQ(s.status, ref.status) << "trial " << trial << ", reader " << r;
+      ASSERT_EQ(s.n_ok, ref.n_ok) << "trial " << trial << ", reader " << r;
+      for (int q = 0; q < 3; ++q) EXPECT_EQ(s.reps_end[q], ref.reps_end[q]) << "trial " << trial << ", reader " << r;
+      for (int a = 0; a < 3; ++a) {
+        const std::size_t at = std::size_t(4) * st.seq_cap * a, len = std::size_t(4) * s.n_ok;
+        ASSERT_EQ(std::memcmp(recs + at, first.data() + at, len), 0) << "trial " << trial << ", reader " << r;
+      }
+    }
+  }
+  EXPECT_GT(handed_over, 50);  // streams where offset code 31 occurs after the window loop began
 }
 
 // Pass 2b block by block with each SeqReader, from the same pass-2a output: the same status,
@@ -599,11 +702,12 @@ TEST(ZstdLogic, SequenceReadersGiveTheSameRecords) {
       const std::uint8_t* recs = scratch.data() + st.scratch + zl::step_lit_bytes(st);
       std::vector<std::uint8_t> first;
       zl::BlockStep ref{};
+      zl::u64 ring[zl::BackwardWordQueue::kRingWords];
       for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
         zl::BlockStep s = st;
         std::memset(scratch.data() + st.scratch + zl::step_lit_bytes(st), 0xEE, rec_bytes);
         zl::decode_block_sequences(enc.data(), &s, zl::step_seq_tables(st, scratch.data() + st.scratch),
-                                   scratch.data() + st.scratch, reader);
+                                   scratch.data() + st.scratch, reader, zl::seq_code_words(), ring);
         if (reader == zl::SeqReader::kGeneral) {
           ref = s;
           first.assign(recs, recs + rec_bytes);

@@ -77,6 +77,16 @@ CS_HD inline u32 highbit32(u32 v) {
 #endif
 }
 
+// The n lowest bits set, 0 <= n <= 32 (on the GPU one funnel shift, which clamps its count at
+// 32: (0 : ~0) << n keeps ~0 >> (32 - n) in its high word).
+CS_HD inline u32 low_mask(u32 n) {
+#if CS_DEVICE_PASS
+  return __funnelshift_lc(0xFFFFFFFFu, 0u, n);
+#else
+  return n >= 32 ? 0xFFFFFFFFu : (1u << n) - 1;
+#endif
+}
+
 CS_HD inline std::size_t min_size(std::size_t a, std::size_t b) { return a < b ? a : b; }
 
 // ---- teams -------------------------------------------------------------------------------
@@ -226,7 +236,7 @@ struct FastBackwardBits {
 // A third reader of the same backward stream, for the GPU's sequence pass (pass 2b): a
 // 128-bit window of two aligned 8-byte words (`hi` = word j, `lo` = word j - 1, counting
 // words from `a`, the stream's start rounded down to 8 bytes) and the next two words below
-// them (`n1`, `n2`). extract() cuts n <= 31 bits out of the window at a bit offset the caller
+// them (`n1`, `n2`). extract() cuts n <= 32 bits out of the window at a bit offset the caller
 // computes from the field widths, and advance() moves the window down to the caller's new
 // position, by selects and without a load; the caller reads at most 63 bits between advances
 // and advances at most twice between refill()s, which load the two words below the window.
@@ -268,14 +278,14 @@ struct BackwardWordWindow {
     n1 = word(j - 2);
     n2 = word(j - 3);
   }
-  // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 31.
+  // Bits [bit, bit + n) of the stream (bit counted from a, inside the window), n <= 32.
   CS_HD u32 extract(u32 bit, u32 n) const {
     const u32 off = bit - 64 * (j - 1);  // 0 <= off < 128
     const bool upper = off >= 64;
     const u64 x = upper ? hi : lo, y = upper ? 0 : hi;
     const u32 s = off & 63;
     const u64 v = (x >> s) | ((y << 1) << (63 - s));
-    return static_cast<u32>(v) & ((1u << n) - 1);
+    return static_cast<u32>(v) & low_mask(n);
   }
   // The 64 bits below abit, bits [abit - 64, abit) of the stream from a, as one word (bit 63 =
   // the bit just below abit), for abit inside the window's top word (after advance(abit)).
@@ -292,6 +302,85 @@ struct BackwardWordWindow {
     lo = down ? n1 : lo;
     n1 = down ? n2 : n1;
     j = jn;
+  }
+};
+
+// The window of the sequence pass (pass 2b), fed through a small ring of words in shared
+// memory that asynchronous copies fill a sequence ahead. With BackwardWordWindow's refill(),
+// the two words below the window are loaded into registers at the end of a sequence for the
+// next one, and ncu (H100, v3.8) put half of the sequence kernel's stall samples on the first
+// instruction of the loop waiting for those loads: the compiler waits for a loop's register
+// loads before its next iteration, wherever their values are used, and with 16 streams per
+// warp some lane starts a new 32-byte sector, from L2, nearly every sequence. A copy into
+// shared memory (cp.async) has no register to wait for: step_end() starts the copies of words
+// j - 4 and j - 5 into the ring, then waits only for the copies started a sequence earlier,
+// which hold words j - 2 and j - 3 (the window moves at most two words a sequence), and reads
+// those two into `n1`, `n2` (copies two sequences ahead, tried on the H100, were no faster).
+// advance() reads nothing else. On the host the copies are plain
+// loads. `ring` is kRingWords words of the caller's (one ring per stream). The caller keeps
+// abit >= 5 * 64 + 1 + the bits of a sequence before each one, so that every word loaded lies
+// inside [a, end of the stream); at most 63 bits between advances, two advances a sequence.
+struct BackwardWordQueue : BackwardWordWindow {
+  static constexpr u32 kRingWords = 8;  // words j - 2 .. j - 5, and two copies in flight
+  u64* ring;
+  u32 crossed;  // words the window moved down since the last step_end (0-2)
+
+  CS_HD void copy_to_ring(u32 k) {
+#if CS_DEVICE_PASS
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(ring + (k & (kRingWords - 1))));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(a + 8 * std::size_t(k)) : "memory");
+#else
+    ring[k & (kRingWords - 1)] = word(k);
+#endif
+  }
+  // Waits for every copy but those of the latest step_end.
+  CS_HD static void wait_all_but_latest() {
+#if CS_DEVICE_PASS
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+  }
+  CS_HD static void commit() {
+#if CS_DEVICE_PASS
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+  }
+  CS_HD u64 from_ring(u32 k) const { return ring[k & (kRingWords - 1)]; }
+  // Waits for every copy (before the ring is reused for another stream).
+  CS_HD static void drain() {
+#if CS_DEVICE_PASS
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+  }
+
+  CS_HD u32 init(const u8* p, std::size_t size, u32 pos, u64* ring_words) {
+    const u32 abit = BackwardWordWindow::init(p, size, pos);
+    ring = ring_words;
+    for (u32 k = 2; k <= 5; ++k) ring[(j - k) & (kRingWords - 1)] = word(j - k);
+    crossed = 0;
+    return abit;
+  }
+  // Moves the window to abit (at most 63 bits below the last position): down by one word or
+  // not at all, the new low word being n1 or, at the second move of a sequence, n2.
+  CS_HD void advance(u32 abit) {
+    const u32 jn = (abit - 1) >> 6;
+    const bool down = jn != j;
+    const u64 next = crossed != 0 ? n2 : n1;
+    hi = down ? lo : hi;
+    lo = down ? next : lo;
+    crossed += down ? 1u : 0u;
+    j = jn;
+  }
+  // After a sequence: starts the copies of words j - 4 and j - 5 (each word is copied while it
+  // is 4 or 5 below the window, so at least one sequence before it is 2 or 3 below), waits for
+  // the earlier ones, and reads words j - 2 and j - 3.
+  CS_HD void step_end() {
+    copy_to_ring(j - 4);
+    copy_to_ring(j - 5);
+    commit();
+    wait_all_but_latest();
+    n1 = from_ring(j - 2);
+    n2 = from_ring(j - 3);
+    crossed = 0;
   }
 };
 

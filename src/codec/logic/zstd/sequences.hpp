@@ -39,28 +39,17 @@ CS_HD inline u32 ml_bits(u32 code) {
   return k[code];
 }
 
-// The same two tables as arithmetic, for the GPU's sequence pass, where each table lookup
-// would be one more dependent load per sequence: the baseline and extra-bit count of a
-// literal-length code (c <= 35) and of a match-length code (c <= 52). Above the linear start
-// the codes grow by powers of two (LL 25-35: 2^(c-19) with c-19 bits; ML 43-52: 2^(c-36) + 3
-// with c-36 bits); the irregular codes between (LL 20-24, ML 36-42) are packed one byte each
-// into a constant: a quarter of (baseline - 16) or (baseline - 35) in the low bits, the
-// extra-bit count above it.
-CS_HD inline void ll_code(u32 c, u32* base, u32* bits) {
-  const u32 k = c - 20 < 5 ? c - 20 : 0;
-  const u32 packed = static_cast<u32>((u64(0x4836342322) >> (8 * k)) & 0xFF);  // (bits << 4) | quarter
-  const u32 b_mid = 16 + 4 * (packed & 15), n_mid = packed >> 4;
-  const u32 e = c - 19;
-  *base = c < 16 ? c : c < 20 ? 16 + 2 * (c - 16) : c < 25 ? b_mid : 1u << (e & 31);
-  *bits = c < 16 ? 0 : c < 20 ? 1 : c < 25 ? n_mid : e;
-}
-CS_HD inline void ml_code(u32 c, u32* base, u32* bits) {
-  const u32 k = c - 36 < 7 ? c - 36 : 0;
-  const u32 packed = static_cast<u32>((u64(0xB08C8866644342) >> (8 * k)) & 0xFF);  // (bits << 5) | quarter
-  const u32 b_mid = 35 + 4 * (packed & 31), n_mid = packed >> 5;
-  const u32 e = c - 36;
-  *base = c < 32 ? c + 3 : c < 36 ? 35 + 2 * (c - 32) : c < 43 ? b_mid : (1u << (e & 31)) + 3;
-  *bits = c < 32 ? 0 : c < 36 ? 1 : c < 43 ? n_mid : e;
+// The baseline and extra-bit count of a code as one word, base | bits << 24 (baselines are
+// < 2^17): literal-length codes at 0-35, match-length codes at kMlCodeWordAt + 0-52. Pass 2b's
+// window loop looks them up in a copy in shared memory (one load per code): computed from the
+// code instead, as selects, the GPU compiler made branches of them, and with each lane of a
+// warp on another block's stream those branches diverged (v3.7's SASS: ~45 instructions per
+// sequence for the two codes).
+inline constexpr u32 kMlCodeWordAt = 36;
+inline constexpr u32 kSeqCodeWords = 36 + 53;
+CS_HD inline u32 seq_code_word(u32 i) {  // i < kSeqCodeWords
+  return i < kMlCodeWordAt ? ll_base(i) | ll_bits(i) << 24
+                           : ml_base(i - kMlCodeWordAt) | ml_bits(i - kMlCodeWordAt) << 24;
 }
 
 // Builds (or, in Repeat_Mode, keeps) the decoding table of one sequence code (section
@@ -222,30 +211,52 @@ struct RepeatOffsets {
   u64 rep[3];
 };
 
-// One sequence (not the last) through a BackwardWordWindow, for pass 2b on the GPU: the same
-// fields in the same order as SequenceStream::next, without a branch. The extra bits of
-// offset, match length and literal length (<= 31 + 16 + 16 = 63 bits) come out of one window
-// position and the three state updates (<= 9 + 9 + 8) out of the next, so each half reads at
-// most 63 bits, as the window requires. *abit moves down by the bits read.
+// What a window step (next_from_window) needs from the tables for the current states: their
+// three entries and the two length codes' words (seq_code_word: `codes` holds that table).
+// Pass 2b looks them up as soon as a step has the next states, so that these loads (a table
+// entry, then the code word it names) are in flight while the step stores its record.
+struct WindowLookup {
+  FseEntry ll, ml, of;
+  u32 llw, mlw;
+};
 template <class Tables>
-CS_HD inline void next_from_window(const Tables* t, BackwardWordWindow* w, u32* abit, u32* ll_state, u32* ml_state,
-                                   u32* of_state, u32* ll, u32* ml, u32* of_value) {
-  const FseEntry lle = ll_entry(t, *ll_state), ofe = of_entry(t, *of_state), mle = ml_entry(t, *ml_state);
-  u32 ml_b = 0, ml_n = 0, ll_b = 0, ll_n = 0;
-  ml_code(mle.symbol, &ml_b, &ml_n);
-  ll_code(lle.symbol, &ll_b, &ll_n);
-  const u32 of_n = ofe.symbol;
-  const u32 b0 = *abit - of_n, b1 = b0 - ml_n, b2 = b1 - ll_n;
+CS_HD inline WindowLookup window_lookup(const Tables* t, const u32* codes, u32 ll_state, u32 ml_state,
+                                        u32 of_state) {
+  WindowLookup e;
+  e.ll = ll_entry(t, ll_state);
+  e.ml = ml_entry(t, ml_state);
+  e.of = of_entry(t, of_state);
+  e.llw = codes[e.ll.symbol];
+  e.mlw = codes[kMlCodeWordAt + e.ml.symbol];
+  return e;
+}
+
+// One sequence (not the last) through a BackwardWordQueue, for pass 2b on the GPU, from the
+// lookups of its states: the same fields in the same order as SequenceStream::next, without a
+// branch. The extra bits of offset, match length and literal length (<= 31 + 16 + 16 = 63
+// bits) come out of one window position and the three state updates (<= 9 + 9 + 8) out of the
+// next, so each half reads at most 63 bits, as the window requires. Fields read one after
+// another lie side by side below the position, the first read highest, so the match- and
+// literal-length bits are cut out as one field of <= 32 bits and the three state updates as
+// one of <= 26, then split with shifts: three window cuts a sequence, not six. *abit moves
+// down by the bits read.
+CS_HD inline void next_from_window(const WindowLookup& e, BackwardWordQueue* w, u32* abit, u32* ll_state,
+                                   u32* ml_state, u32* of_state, u32* ll, u32* ml, u32* of_value) {
+  const u32 of_n = e.of.symbol, ml_n = e.mlw >> 24, ll_n = e.llw >> 24;
+  const u32 b0 = *abit - of_n, b2 = b0 - ml_n - ll_n;
   *of_value = (1u << of_n) + w->extract(b0, of_n);
-  *ml = ml_b + w->extract(b1, ml_n);
-  *ll = ll_b + w->extract(b2, ll_n);
+  const u32 lengths = w->extract(b2, ml_n + ll_n);  // [b2, b0): the match length's bits above
+  *ml = (e.mlw & 0xFFFFFFu) + (lengths >> ll_n);
+  *ll = (e.llw & 0xFFFFFFu) + (lengths & low_mask(ll_n));
   w->advance(b2);
-  const u32 b3 = b2 - lle.nbits, b4 = b3 - mle.nbits, b5 = b4 - ofe.nbits;
-  *ll_state = lle.base + w->extract(b3, lle.nbits);
-  *ml_state = mle.base + w->extract(b4, mle.nbits);
-  *of_state = ofe.base + w->extract(b5, ofe.nbits);
+  const u32 n_ll = e.ll.nbits, n_ml = e.ml.nbits, n_of = e.of.nbits;
+  const u32 b5 = b2 - n_ll - n_ml - n_of;
+  const u32 states = w->extract(b5, n_ll + n_ml + n_of);  // LL's bits highest, OF's lowest
+  *ll_state = e.ll.base + (states >> (n_ml + n_of));
+  *ml_state = e.ml.base + ((states >> n_of) & low_mask(n_ml));
+  *of_state = e.of.base + (states & low_mask(n_of));
   w->advance(b5);
-  w->refill();
+  w->step_end();
   *abit = b5;
 }
 
@@ -279,21 +290,23 @@ CS_HD inline DecodeStatus update_repeat_offsets(RepeatOffsets* reps, u64 of_valu
   return DecodeStatus::kOk;
 }
 
-// update_repeat_offsets without a branch, for pass 2b's window loop: the used offset always
-// moves to the front; rep[1] keeps its place only for the first repeat offset, rep[2] for the
-// first two. Returns false where the format's "rep[0] - 1" is zero (the caller stops there,
-// as update_repeat_offsets does with kCorrupt, the list unchanged).
-CS_HD inline bool update_repeat_offsets_flat(RepeatOffsets* reps, u32 of_value, u32 ll, u64* offset) {
+// update_repeat_offsets without a branch and on 32-bit entries, for pass 2b's window loop
+// (split.hpp keeps its symbolic entries in 32 bits there, so that each select is one
+// instruction, not two): the used offset always moves to the front; rep[1] keeps its place
+// only for the first repeat offset, rep[2] for the first two. Returns false where the format's
+// "rep[0] - 1" is zero (the caller stops there, as update_repeat_offsets does with kCorrupt,
+// the list unchanged). of_value > 3 must leave of_value - 3 < 2^31 (the caller's encoding).
+CS_HD inline bool update_repeat_offsets_flat(u32* reps, u32 of_value, u32 ll, u32* offset) {
   const bool repeat = of_value <= 3;
   const u32 idx = of_value - 1 + (ll == 0 ? 1 : 0);  // meaningful when repeat
-  const u64 r0 = reps->rep[0], r1 = reps->rep[1], r2 = reps->rep[2];
-  const u64 picked = idx == 0 ? r0 : idx == 1 ? r1 : idx == 2 ? r2 : r0 - 1;
-  const u64 off = repeat ? picked : u64(of_value) - 3;
+  const u32 r0 = reps[0], r1 = reps[1], r2 = reps[2];
+  const u32 picked = idx == 0 ? r0 : idx == 1 ? r1 : idx == 2 ? r2 : r0 - 1;
+  const u32 off = repeat ? picked : of_value - 3;
   const bool ok = off != 0;  // else, as update_repeat_offsets, the list stays as it was
   const bool keep1 = !ok || (repeat && idx == 0), keep2 = !ok || (repeat && idx <= 1);
-  reps->rep[2] = keep2 ? r2 : r1;
-  reps->rep[1] = keep1 ? r1 : r0;
-  reps->rep[0] = ok ? off : r0;
+  reps[2] = keep2 ? r2 : r1;
+  reps[1] = keep1 ? r1 : r0;
+  reps[0] = ok ? off : r0;
   *offset = off;
   return ok;
 }

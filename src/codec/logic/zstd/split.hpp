@@ -105,6 +105,31 @@ CS_HD inline bool sym_is(u64 e) { return (e & kSymTag) != 0; }
 CS_HD inline u32 sym_idx(u64 e) { return static_cast<u32>((e >> 40) & 3); }
 CS_HD inline u64 sym_sub(u64 e) { return kSymBase - (e & ((u64(1) << 40) - 1)); }
 
+// The same entries in 32 bits, for pass 2b's window loop: a real offset as itself (< 2^31:
+// the loop leaves offset codes above kWindowMaxOfCode to the general reader), a symbolic one
+// with bit 31 set, idx in bits 29-30 and 2^29 - 1 - sub below (sub < 2^28 on entry, plus at
+// most one per sequence of the block, kMaxStoredSeqs), so that "rep[0] - 1" is again a plain
+// decrement and the top three bits are a record's tag and index (kRecSym below).
+inline constexpr u32 kSym32Tag = 1u << 31;
+inline constexpr u32 kSym32Base = 1u << 29;
+inline constexpr u32 kSym32Low = kSym32Base - 1;  // the low 29 bits
+inline constexpr u32 kWindowMaxOfCode = 30;
+static_assert(kMaxStoredSeqs < kSym32Base / 2, "a block's decrements stay inside 29 bits");
+// Whether e has a 32-bit form: real and < 2^31, or symbolic with room for a block's
+// decrements.
+CS_HD inline bool sym32_fits(u64 e) {
+  return sym_is(e) ? sym_sub(e) < kSym32Base / 2 : e < kSym32Tag;
+}
+CS_HD inline u32 sym32_from(u64 e) {  // sym32_fits(e)
+  return sym_is(e) ? kSym32Tag | sym_idx(e) << 29 | (kSym32Low - static_cast<u32>(sym_sub(e)))
+                   : static_cast<u32>(e);
+}
+CS_HD inline u64 sym32_to64(u32 v) {
+  if ((v & kSym32Tag) == 0) return v;
+  const u32 sub = kSym32Low - (v & kSym32Low);
+  return kSymTag | u64((v >> 29) & 3) << 40 | (kSymBase - sub);
+}
+
 // Sequence records, three arrays of seq_cap u32 after the literals: the literal length with
 // a symbolic offset's tag (bit 31) and index (bits 29-30); the match length; the offset or,
 // when tagged, the amount subtracted. Literal lengths are < 2^17 (section 3.1.1.3.2.1.1).
@@ -202,13 +227,13 @@ struct PlanTotals {
 // How pass 2b reads a sequence stream, up to its last few sequences (which always take the
 // general reader): kGeneral, BackwardBits with every check; kFastBits, FastBackwardBits
 // (SequenceStream::next_fast: a branch and maybe a load per field); kWindow, a
-// BackwardWordWindow (next_from_window: no branch, no load in the dependent chain). The same
+// BackwardWordQueue (next_from_window: no branch, no load in the dependent chain). The same
 // records and statuses from each.
 enum class SeqReader : u32 { kGeneral = 0, kFastBits = 1, kWindow = 2 };
 
 // A window loop's sequence may start only this far from the stream's start (in the window's
 // bit count): after it (<= 89 bits) the window's lowest loaded word is still word 0.
-inline constexpr u32 kWindowMinBits = 3 * 64 + 1 + SequenceStream::kMaxSequenceBits;
+inline constexpr u32 kWindowMinBits = 5 * 64 + 1 + SequenceStream::kMaxSequenceBits;
 
 namespace detail {
 
@@ -469,6 +494,16 @@ CS_HD inline void store_record(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u3
   rec_ml[i] = ml;
 }
 
+// store_record for an offset in the 32-bit form (sym32_from): its top three bits are the
+// tag and index the record keeps.
+CS_HD inline void store_record32(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u32 ll, u32 ml, u32 offset) {
+  const bool sym = (offset & kSym32Tag) != 0;
+  static_assert(kRecSym == kSym32Tag, "a record's tag and index are the 32-bit form's top bits");
+  rec_ll[i] = ll | (sym ? offset & 0xE0000000u : 0u);
+  rec_off[i] = sym ? kSym32Low - (offset & kSym32Low) : offset;
+  rec_ml[i] = ml;
+}
+
 // Running output and literal offsets of a block's records, written to its GroupStart table at
 // the first record of every group. Off the per-sequence dependent chain: two adds and, every
 // kGroupSeqs records, one store.
@@ -488,7 +523,8 @@ struct GroupSums {
 // The sequence stream of one block, by one thread, with the tables of pass 2a, read as
 // `reader` says.
 CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, const SeqTables* t, u8* blk, u32* n_ok,
-                                     RepeatOffsets* reps, SeqReader reader, GroupSums* sums) {
+                                            RepeatOffsets* reps, SeqReader reader, const u32* codes, u64* ring,
+                                            GroupSums* sums) {
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
@@ -508,24 +544,37 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
     }
     stream.bits.pos = fb.pos;
     stream.bits.win_byte = ~u64(0);  // the general reader reloads its window
-  } else if (reader == SeqReader::kWindow && s.seq_at >= 8 && stream.bits.pos >= kWindowMinBits) {
+  } else if (reader == SeqReader::kWindow && codes && ring && s.seq_at >= 8 && stream.bits.pos >= kWindowMinBits &&
+             sym32_fits(reps->rep[0]) && sym32_fits(reps->rep[1]) && sym32_fits(reps->rep[2])) {
     // (The window's first word may start up to 7 bytes before the stream: inside src, as
     // seq_at >= 8.)
-    BackwardWordWindow w;
+    BackwardWordQueue w;
     const u32 pos = static_cast<u32>(stream.bits.pos);
-    u32 abit = w.init(src + s.seq_at, static_cast<std::size_t>(s.seq_avail), pos);
+    u32 abit = w.init(src + s.seq_at, static_cast<std::size_t>(s.seq_avail), pos, ring);
     const u32 lead = abit - pos;
     u32 lls = stream.ll_state, mls = stream.ml_state, ofs = stream.of_state;
     const SeqTablesView v = view_of(t);
-    while (i < s.seq_cap && i + 1 < s.nb_seq && abit >= kWindowMinBits) {
-      u32 ll = 0, ml = 0, of_value = 0;
-      u64 offset = 0;
-      next_from_window(&v, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
-      if (!update_repeat_offsets_flat(reps, of_value, ll, &offset)) return DecodeStatus::kCorrupt;
-      store_record(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
+    u32 r32[3] = {sym32_from(reps->rep[0]), sym32_from(reps->rep[1]), sym32_from(reps->rep[2])};
+    const u32 end = s.seq_cap < s.nb_seq - 1 ? s.seq_cap : s.nb_seq - 1;  // the last sequence: general reader
+    DecodeStatus st = DecodeStatus::kOk;
+    // An offset code above kWindowMaxOfCode (offsets of 2^31 - 3 and more, which no real
+    // stream of ours has) ends the loop before its sequence; the general reader takes it.
+    WindowLookup e = window_lookup(&v, codes, lls, mls, ofs);
+    while (i < end && abit >= kWindowMinBits && e.of.symbol <= kWindowMaxOfCode) {
+      u32 ll = 0, ml = 0, of_value = 0, offset = 0;
+      next_from_window(e, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
+      e = window_lookup(&v, codes, lls, mls, ofs);  // the next step's, in flight during the rest
+      if (!update_repeat_offsets_flat(r32, of_value, ll, &offset)) {
+        st = DecodeStatus::kCorrupt;
+        break;
+      }
+      store_record32(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
       sums->record(i, ll, ml);
       *n_ok = ++i;
     }
+    w.drain();
+    for (int k = 0; k < 3; ++k) reps->rep[k] = sym32_to64(r32[k]);
+    if (st != DecodeStatus::kOk) return st;
     stream.ll_state = lls;
     stream.ml_state = mls;
     stream.of_state = ofs;
@@ -569,17 +618,33 @@ CS_HD void decode_block_literals(const Team& team, const u8* src, BlockStep* s, 
   }
 }
 
+// The seq_code_word table for host callers of pass 2b (tests, fuzzers, the CPU's emulation).
+inline const u32* seq_code_words() {
+  static const auto table = [] {
+    struct Words {
+      u32 w[kSeqCodeWords];
+    } t{};
+    for (u32 i = 0; i < kSeqCodeWords; ++i) t.w[i] = seq_code_word(i);
+    return t;
+  }();
+  return table.w;
+}
+
 // Pass 2b for one block with needs_sequences(*s), by one thread; `t` holds the block's
 // SeqTables (its scratch copy, or a copy of that). Writes s->status, s->n_ok, s->reps_end, and
 // the block's GroupStart table (entries 0 to ceil(n_ok / kGroupSeqs), also on errors).
-// `reader`: see SeqReader (the same results from each).
+// `reader`: see SeqReader (the same results from each); SeqReader::kWindow needs `codes`, the
+// seq_code_word table (seq_code_words() on the host; the GPU kernel's copy in shared memory),
+// and `ring`, BackwardWordQueue::kRingWords words of the thread's (in shared memory on the
+// GPU), and without them reads as kGeneral.
 CS_HD inline void decode_block_sequences(const u8* src, BlockStep* s, const SeqTables* t, u8* blk,
-                                         SeqReader reader = SeqReader::kGeneral) {
+                                         SeqReader reader = SeqReader::kGeneral, const u32* codes = nullptr,
+                                         u64* ring = nullptr) {
   u32 n_ok = 0;
   // Repeat offsets relative to the block's incoming ones (kSymTag).
   RepeatOffsets reps{{sym_rep(0), sym_rep(1), sym_rep(2)}};
   detail::GroupSums sums{reinterpret_cast<GroupStart*>(blk + step_groups_at(*s))};
-  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, reader, &sums);
+  const DecodeStatus st = detail::entropy_sequences(src, *s, t, blk, &n_ok, &reps, reader, codes, ring, &sums);
   sums.table[(n_ok + kGroupSeqs - 1) / kGroupSeqs] = sums.now();
   s->status = static_cast<u32>(st);
   s->n_ok = n_ok;
