@@ -605,6 +605,36 @@ TEST(ZstdLogic, ThirtyTwoBitRepeatOffsetsMatchTheSixtyFourBitForm) {
   }
 }
 
+// Pass 2b of one block (step `st`, tables `t`, scratch `blk`) with each SeqReader: the fast
+// and window readers must give the general reader's status, record count, repeat offsets and
+// records 0..n_ok of each array (seq_cap long, one after another). *ref gets the general
+// reader's result.
+void expect_sequence_readers_agree(const std::uint8_t* src, const zl::BlockStep& st, const zl::SeqTables* t,
+                                   std::uint8_t* blk, zl::BlockStep* ref) {
+  const std::size_t rec_bytes = std::size_t(12) * st.seq_cap;
+  std::uint8_t* recs = blk + zl::step_lit_bytes(st);
+  std::vector<std::uint8_t> first;
+  zl::u64 ring[zl::BackwardWordQueue::kRingWords];
+  for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
+    zl::BlockStep s = st;
+    std::memset(recs, 0xEE, rec_bytes);
+    zl::decode_block_sequences(src, &s, t, blk, reader, zl::seq_code_words(), ring);
+    if (reader == zl::SeqReader::kGeneral) {
+      *ref = s;
+      first.assign(recs, recs + rec_bytes);
+      continue;
+    }
+    SCOPED_TRACE("reader " + std::to_string(static_cast<int>(reader)));
+    ASSERT_EQ(s.status, ref->status);
+    ASSERT_EQ(s.n_ok, ref->n_ok);
+    for (int q = 0; q < 3; ++q) EXPECT_EQ(s.reps_end[q], ref->reps_end[q]);
+    for (int a = 0; a < 3; ++a) {
+      const std::size_t at = std::size_t(4) * st.seq_cap * a, len = std::size_t(4) * s.n_ok;
+      ASSERT_EQ(std::memcmp(recs + at, first.data() + at, len), 0) << "array " << a;
+    }
+  }
+}
+
 // The three readers of pass 2b on streams no encoder writes: random bits read with small
 // hand-made tables whose offset codes include 31 (offsets of 2^31 and more, which the window
 // loop hands to the general reader) and 0-1 (repeat offsets, "rep[0] - 1" included), and
@@ -633,31 +663,12 @@ TEST(ZstdLogic, SequenceReadersAgreeOnCraftedStreams) {
     src.back() |= 0x80;  // the stream's end marker
     st.seq_at = 16;
     st.seq_avail = stream_bytes;
-    const std::size_t scratch_bytes = zl::step_scratch_bytes(st);
-    std::vector<std::uint8_t> blk(scratch_bytes), first;
-    const std::size_t rec_bytes = std::size_t(12) * st.seq_cap;
-    const std::uint8_t* recs = blk.data() + zl::step_lit_bytes(st);
+    std::vector<std::uint8_t> blk(zl::step_scratch_bytes(st));
     zl::BlockStep ref{};
-    zl::u64 ring[zl::BackwardWordQueue::kRingWords];
-    for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
-      zl::BlockStep s = st;
-      std::memset(blk.data(), 0xEE, blk.size());
-      zl::decode_block_sequences(src.data(), &s, t.get(), blk.data(), reader, zl::seq_code_words(), ring);
-      if (reader == zl::SeqReader::kGeneral) {
-        ref = s;
-        first.assign(recs, recs + rec_bytes);
-        handed_over += trial % 3 == 0 && s.n_ok > 4;
-        continue;
-      }
-      const int r = static_cast<int>(reader);
-      ASSERT_EQ(s.status, ref.status) << "trial " << trial << ", reader " << r;
-      ASSERT_EQ(s.n_ok, ref.n_ok) << "trial " << trial << ", reader " << r;
-      for (int q = 0; q < 3; ++q) EXPECT_EQ(s.reps_end[q], ref.reps_end[q]) << "trial " << trial << ", reader " << r;
-      for (int a = 0; a < 3; ++a) {
-        const std::size_t at = std::size_t(4) * st.seq_cap * a, len = std::size_t(4) * s.n_ok;
-        ASSERT_EQ(std::memcmp(recs + at, first.data() + at, len), 0) << "trial " << trial << ", reader " << r;
-      }
-    }
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    expect_sequence_readers_agree(src.data(), st, t.get(), blk.data(), &ref);
+    if (::testing::Test::HasFatalFailure()) return;
+    handed_over += trial % 3 == 0 && ref.n_ok > 4;
   }
   EXPECT_GT(handed_over, 50);  // streams where offset code 31 occurs after the window loop began
 }
@@ -698,32 +709,12 @@ TEST(ZstdLogic, SequenceReadersGiveTheSameRecords) {
       if (!zl::needs_sequences(st)) continue;
       ++blocks;
       window_blocks += st.seq_at >= 8 && st.seq_avail * 8 >= zl::kWindowMinBits + 8;
-      const std::size_t rec_bytes = std::size_t(12) * st.seq_cap;
-      const std::uint8_t* recs = scratch.data() + st.scratch + zl::step_lit_bytes(st);
-      std::vector<std::uint8_t> first;
       zl::BlockStep ref{};
-      zl::u64 ring[zl::BackwardWordQueue::kRingWords];
-      for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
-        zl::BlockStep s = st;
-        std::memset(scratch.data() + st.scratch + zl::step_lit_bytes(st), 0xEE, rec_bytes);
-        zl::decode_block_sequences(enc.data(), &s, zl::step_seq_tables(st, scratch.data() + st.scratch),
-                                   scratch.data() + st.scratch, reader, zl::seq_code_words(), ring);
-        if (reader == zl::SeqReader::kGeneral) {
-          ref = s;
-          first.assign(recs, recs + rec_bytes);
-          errors += s.status != static_cast<std::uint32_t>(DecodeStatus::kOk);
-          continue;
-        }
-        const int r = static_cast<int>(reader);
-        ASSERT_EQ(s.status, ref.status) << "frame " << f << ", reader " << r;
-        ASSERT_EQ(s.n_ok, ref.n_ok) << "frame " << f << ", reader " << r;
-        for (int q = 0; q < 3; ++q) EXPECT_EQ(s.reps_end[q], ref.reps_end[q]) << "frame " << f << ", reader " << r;
-        // Records 0..n_ok of each array (the arrays are seq_cap long, one after another).
-        for (int a = 0; a < 3; ++a) {
-          const std::size_t at = std::size_t(4) * st.seq_cap * a, len = std::size_t(4) * s.n_ok;
-          ASSERT_EQ(std::memcmp(recs + at, first.data() + at, len), 0) << "frame " << f << ", reader " << r << ", array " << a;
-        }
-      }
+      SCOPED_TRACE("frame " + std::to_string(f));
+      expect_sequence_readers_agree(enc.data(), st, zl::step_seq_tables(st, scratch.data() + st.scratch),
+                                    scratch.data() + st.scratch, &ref);
+      if (::testing::Test::HasFatalFailure()) return;
+      errors += ref.status != static_cast<std::uint32_t>(DecodeStatus::kOk);
     }
   }
   std::printf("[ZstdLogic] pass 2b readers compared on %ld blocks (%ld long enough for the window), %ld with errors\n",
