@@ -10,11 +10,13 @@
 // Every case's output is compared with the reference first. GB/s counts the block's bytes
 // once; each figure is the best of 9 trials of ~0.1 s.
 //
-// What to expect: GCC 12 at -O3 (the Release build) already vectorises the scalar reference's
-// loops for typesizes 2, 4 and 8 into the same unpack sequence, so there the two columns agree;
-// at -O2, or with clang 14 at -O3, the reference stays byte by byte and unshuffle_host is
-// several times faster. In the stream case both are bound by writing the destination (each
-// line is read before it is written), below memcpy, whose large copies avoid that read.
+// What to expect: GCC 12 at -O3 (the Release build) vectorises the scalar reference's loops for
+// typesizes 2, 4 and 8 by itself; unshuffle_host's typesize 4 is the same unpack sequence (the
+// columns agree), its typesizes 2 and 8 are about 2x faster hot because they store 64 bytes or
+// more per step in address order (see unshuffle_host.cpp). At -O2, or with clang 14 at -O3,
+// the reference stays byte by byte and unshuffle_host is several times faster. In the stream
+// case both are bound by writing the destination (each line is read before it is written),
+// below memcpy, whose large copies avoid that read.
 // Build and run from the repository root (the flags of a Release build):
 //   g++ -std=c++20 -O3 -DNDEBUG -Isrc bench/micro/unshuffle_host.cpp
 //       src/codec/bytes_to_bytes/unshuffle_host.cpp -o /tmp/unshuffle_host && /tmp/unshuffle_host

@@ -57,8 +57,9 @@ testing::AssertionResult matches_reference(const Buf& pool, std::size_t pool_at,
 bool has_vector_path(std::size_t typesize) { return typesize == 2 || typesize == 4 || typesize == 8; }
 
 // The layout written out by hand: element i's byte j is the byte i * typesize + j of the
-// original, so with original bytes 0, 1, 2, ... the result counts up. 37 elements: two
-// 16-element vectors and 5 left for the scalar tail, then typesize - 1 trailing bytes.
+// original, so with original bytes 0, 1, 2, ... the result counts up. 37 elements: vector
+// steps over the first 32 (two of 16 elements, or one of 32 for typesize 2), 5 left for the
+// scalar tail, then typesize - 1 trailing bytes.
 TEST(UnshuffleHost, RebuildsElementsFromPlanes) {
   for (std::size_t ts : {2, 4, 8}) {
     SCOPED_TRACE("typesize " + std::to_string(ts));
@@ -74,8 +75,8 @@ TEST(UnshuffleHost, RebuildsElementsFromPlanes) {
   }
 }
 
-// Every size up to 300 bytes (0 to 18 vectors of 16 elements, with every count of leftover
-// elements and trailing bytes) for typesizes 1..17. The vector typesizes get every pair of
+// Every size up to 300 bytes (up to 18 vector steps, with every count of leftover elements
+// and trailing bytes) for typesizes 1..17. The vector typesizes get every pair of
 // source and destination offsets 0..15; the others (scalar, but through the same entry) 16
 // pairs.
 TEST(UnshuffleHost, MatchesScalarForEverySmallSize) {
