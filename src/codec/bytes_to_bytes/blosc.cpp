@@ -2,7 +2,7 @@
 //
 // The container parser and the unshuffles are our own (logic/blosc_format.hpp,
 // logic/byte_shuffle.hpp, logic/bit_shuffle.hpp, logic/blosclz.hpp; the GPU decoder shares
-// them); the streams inside are LZ4 blocks, zlib streams or Zstandard frames decoded with the
+// them; the byte unshuffle here is unshuffle_host.hpp, the same bytes with SSE2); the streams inside are LZ4 blocks, zlib streams or Zstandard frames decoded with the
 // field's libraries, or BloscLZ decoded by logic/blosclz.hpp. Snappy streams are not
 // supported. libblosc itself is only a test oracle.
 //
@@ -20,6 +20,7 @@
 
 #include "codec/bytes_to_bytes/config.hpp"
 #include "codec/bytes_to_bytes/inflate.hpp"
+#include "codec/bytes_to_bytes/unshuffle_host.hpp"
 #include "codec/bytes_to_bytes/zstd.hpp"
 #include "codec/decode_check.hpp"
 #include "codec/factories.hpp"
@@ -340,7 +341,7 @@ class BloscCodec final : public BytesToBytesCodec {
         offset = s.data_offset + s.csize;
       }
       if (byte_shuffled) {
-        logic::unshuffle_block(tmp, dest, bsize, h.typesize);
+        unshuffle_host(tmp, dest, bsize, h.typesize);
       } else if (bit_shuffled) {
         logic::bitunshuffle_block(tmp, dest, bsize, h.typesize);
       }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codec/bytes_to_bytes/config.hpp"
+#include "codec/bytes_to_bytes/unshuffle_host.hpp"
 #include "codec/decode_check.hpp"
 #include "codec/factories.hpp"
 #include "codec/logic/byte_shuffle.hpp"
@@ -34,7 +35,7 @@ class ShuffleCodec final : public BytesToBytesCodec {
                     std::to_string(in.size()) + " bytes are not a whole number of " +
                         std::to_string(elementsize_) + "-byte elements",
                     0);
-    logic::unshuffle_block(in.data(), out.data(), in.size(), elementsize_);
+    unshuffle_host(in.data(), out.data(), in.size(), elementsize_);
     return in.size();
   }
 
