@@ -2,8 +2,9 @@
 //
 // The container parser and the unshuffles are our own (logic/blosc_format.hpp,
 // logic/byte_shuffle.hpp, logic/bit_shuffle.hpp, logic/blosclz.hpp; the GPU decoder shares
-// them; the byte unshuffle here is unshuffle_host.hpp, the same bytes with SSE2); the streams inside are LZ4 blocks, zlib streams or Zstandard frames decoded with the
-// field's libraries, or BloscLZ decoded by logic/blosclz.hpp. Snappy streams are not
+// them; the byte unshuffle here is unshuffle_host.hpp, the same bytes with SSE2); the streams
+// inside are LZ4 blocks, zlib streams or Zstandard frames decoded with the field's libraries,
+// or BloscLZ decoded by logic/blosclz.hpp. Snappy streams are not
 // supported. libblosc itself is only a test oracle.
 //
 // Configurations: v3 {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 4,
