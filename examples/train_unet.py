@@ -444,7 +444,77 @@ def stop_profiler(prof, steps):
     top_api = sorted(api.items(), key=lambda kv: -kv[1][0])[:15]
     return {"steps": steps, "gpu_span_ms": ((hi - lo) / 1e3) if lo is not None else 0.0,
             "streams": dict(sorted(streams.items(), key=lambda kv: -kv[1]["busy_ms"])),
-            "cuda_api_ms": {k: {"ms": v[0], "calls": v[1]} for k, v in top_api}}
+            "cuda_api_ms": {k: {"ms": v[0], "calls": v[1]} for k, v in top_api},
+            "training_stream_gaps": training_stream_gaps(events, steps)}
+
+
+def training_stream_gaps(events, steps, min_gap_us=5.0):
+    """Where the training stream sat idle between its kernels, from the profiler's Chrome trace.
+
+    The training stream is the one with the most kernel time. A gap before a kernel is *late
+    launch* when the call that launched it (matched by the trace's correlation id) returned
+    after the stream had gone idle: the launching thread was still busy, and what it and the
+    other threads were doing over the gap is summed by event name (`late_*`). Otherwise the
+    kernel was queued in time and waited on the GPU side (an event the stream waits for, or
+    SMs that other streams' kernels held)."""
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X"]
+    if not gpu:
+        return {}
+    per_stream = {}
+    for e in gpu:
+        per_stream.setdefault(str(e.get("args", {}).get("stream")), []).append(e)
+    train = max(per_stream, key=lambda k: sum(float(e.get("dur", 0)) for e in per_stream[k] if e["cat"] == "kernel"))
+    run = sorted(per_stream[train], key=lambda e: float(e["ts"]))
+    api_cats = ("cuda_runtime", "cuda_driver")
+    launch = {e["args"]["correlation"]: e for e in events
+              if e.get("cat") in api_cats and "correlation" in e.get("args", {})}
+    host = [e for e in events if e.get("ph") == "X" and e.get("cat") in api_cats + ("cpu_op", "user_annotation")]
+    host.sort(key=lambda e: float(e["ts"]))
+    starts = [float(e["ts"]) for e in host]
+    import bisect
+
+    def overlapping(t0, t1):
+        # host events overlapping [t0, t1]; events last < 1 s, so look back that far
+        for i in range(bisect.bisect_left(starts, t0 - 1e6), bisect.bisect_right(starts, t1)):
+            e = host[i]
+            a, b = float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))
+            if b > t0 and a < t1:
+                yield e, min(b, t1) - max(a, t0)
+
+    total = late = gpu_side = 0.0
+    late_own, late_other = {}, {}
+    biggest = []
+    idle_from = float(run[0]["ts"]) + float(run[0].get("dur", 0))
+    for k in run[1:]:
+        t = float(k["ts"])
+        gap = t - idle_from
+        if gap > min_gap_us:
+            total += gap
+            call = launch.get(k.get("args", {}).get("correlation"))
+            returned = float(call["ts"]) + float(call.get("dur", 0)) if call else None
+            is_late = returned is not None and returned > idle_from + 1.0
+            if is_late:
+                late += gap
+                tid = call.get("tid")
+                for e, ov in overlapping(idle_from, t):
+                    bucket = late_own if e.get("tid") == tid else late_other
+                    name = f"{e['cat']}: {str(e.get('name', ''))[:70]}"
+                    bucket[name] = bucket.get(name, 0.0) + ov
+            else:
+                gpu_side += gap
+            biggest.append((gap, is_late, str(k.get("name", ""))[:60], str(call.get("name", "")) if call else ""))
+        idle_from = max(idle_from, t + float(k.get("dur", 0)))
+    biggest.sort(reverse=True)
+
+    def per_step(d):
+        return {n: round(v / 1e3 / steps, 3) for n, v in sorted(d.items(), key=lambda kv: -kv[1])[:10]}
+
+    return {"stream": train, "gap_ms_per_step": total / 1e3 / steps,
+            "late_launch_ms_per_step": late / 1e3 / steps, "gpu_side_ms_per_step": gpu_side / 1e3 / steps,
+            "late_launching_thread_ms_per_step": per_step(late_own),
+            "late_other_threads_ms_per_step": per_step(late_other),
+            "biggest_us": [{"gap_us": round(g, 1), "late_launch": l, "kernel": kn, "launch_call": c}
+                           for g, l, kn, c in biggest[:12]]}
 
 
 def median(xs):
