@@ -481,7 +481,7 @@ def training_stream_gaps(events, steps, min_gap_us=5.0):
             if b > t0 and a < t1:
                 yield e, min(b, t1) - max(a, t0)
 
-    total = late = gpu_side = 0.0
+    total = late = gpu_side = untraced = 0.0
     late_own, late_other = {}, {}
     biggest = []
     idle_from = float(run[0]["ts"]) + float(run[0].get("dur", 0))
@@ -496,10 +496,23 @@ def training_stream_gaps(events, steps, min_gap_us=5.0):
             if is_late:
                 late += gap
                 tid = call.get("tid")
+                covered = []
                 for e, ov in overlapping(idle_from, t):
                     bucket = late_own if e.get("tid") == tid else late_other
                     name = f"{e['cat']}: {str(e.get('name', ''))[:70]}"
                     bucket[name] = bucket.get(name, 0.0) + ov
+                    if e.get("tid") == tid:
+                        a = max(float(e["ts"]), idle_from)
+                        covered.append((a, a + ov))
+                # Time in no traced event of the launching thread: Python between ops, waits
+                # the trace does not show (locks), or the thread off its core.
+                covered.sort()
+                union, reach = 0.0, idle_from
+                for a, b in covered:
+                    if b > reach:
+                        union += b - max(a, reach)
+                        reach = b
+                untraced += gap - union
             else:
                 gpu_side += gap
             biggest.append((gap, is_late, str(k.get("name", ""))[:60], str(call.get("name", "")) if call else ""))
@@ -511,6 +524,7 @@ def training_stream_gaps(events, steps, min_gap_us=5.0):
 
     return {"stream": train, "gap_ms_per_step": total / 1e3 / steps,
             "late_launch_ms_per_step": late / 1e3 / steps, "gpu_side_ms_per_step": gpu_side / 1e3 / steps,
+            "late_untraced_ms_per_step": untraced / 1e3 / steps,
             "late_launching_thread_ms_per_step": per_step(late_own),
             "late_other_threads_ms_per_step": per_step(late_other),
             "biggest_us": [{"gap_us": round(g, 1), "late_launch": l, "kernel": kn, "launch_call": c}

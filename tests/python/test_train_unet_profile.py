@@ -45,6 +45,8 @@ def test_late_and_gpu_side_gaps_are_told_apart():
     assert own["cpu_op: aten::copy_"] == pytest.approx(0.125)
     assert own["cuda_runtime: cudaLaunchKernel"] == pytest.approx(0.005)
     assert g["late_other_threads_ms_per_step"]["cuda_runtime: cudaMallocFromPoolAsync"] == pytest.approx(0.15)
+    # 250-260, 385-390 and 395-400 of the late gap are in no event of the launching thread
+    assert g["late_untraced_ms_per_step"] == pytest.approx(0.02)
     assert [b["gap_us"] for b in g["biggest_us"]] == [150.0, 50.0]
     assert [b["late_launch"] for b in g["biggest_us"]] == [True, False]
 
