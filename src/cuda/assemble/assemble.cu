@@ -51,27 +51,50 @@ __device__ float convert(double v, const ConvertParams& c) {
   return f;
 }
 
-__global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem* items, const ConvertParams* params,
-                                void* const* tensors, OutKind out) {
-  const AssembleItem item = items[blockIdx.x];
-  const AssemblePiece& pc = pieces[item.piece];
-  const ConvertParams c = params[pc.params];
-  const int nd = pc.ndims;
-  void* tensor = tensors[pc.tensor];
-  for (std::int64_t e = item.begin + threadIdx.x; e < item.end; e += blockDim.x) {
-    std::int64_t rest = e, so = pc.src_offset, dofs = pc.dst_offset;
-    for (int l = nd - 1; l >= 0; --l) {
-      const std::int64_t n = pc.count[l];
-      const std::int64_t i = rest % n;
-      rest /= n;
-      so += i * pc.src_stride[l];
-      dofs += i * pc.dst_stride[l];
-    }
-    const float f = convert(load_value(pc.src + so * c.size, c), c);
-    switch (out) {
-      case OutKind::kFloat32: static_cast<float*>(tensor)[dofs] = f; break;
-      case OutKind::kBFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::bfloat16_bits(f); break;
-      case OutKind::kFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::float16_bits(f); break;
+// Element e of a piece (row-major over its counts) -> its source and destination offsets, in
+// elements. Index type I: 32-bit where the piece's elements fit (a 64-bit division is a
+// long software sequence on the GPU, ~3-4x a 32-bit one, and runs once per dim per element).
+template <class I>
+__device__ void piece_offsets(const AssemblePiece& pc, I e, std::int64_t* so, std::int64_t* dofs) {
+  I rest = e;
+  std::int64_t s = pc.src_offset, d = pc.dst_offset;
+  for (int l = pc.ndims - 1; l >= 0; --l) {
+    const I n = static_cast<I>(pc.count[l]);
+    const I q = rest / n;
+    const I i = rest - q * n;
+    rest = q;
+    s += static_cast<std::int64_t>(i) * pc.src_stride[l];
+    d += static_cast<std::int64_t>(i) * pc.dst_stride[l];
+  }
+  *so = s;
+  *dofs = d;
+}
+
+// Items blockIdx.x, blockIdx.x + gridDim.x, ...: a grid of one block per item, or a smaller
+// one whose blocks each take several (see assemble_batch).
+__global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem* items, std::size_t num_items,
+                                const ConvertParams* params, void* const* tensors, OutKind out) {
+  for (std::size_t it = blockIdx.x; it < num_items; it += gridDim.x) {
+    const AssembleItem item = items[it];
+    const AssemblePiece& pc = pieces[item.piece];
+    const ConvertParams c = params[pc.params];
+    void* tensor = tensors[pc.tensor];
+    std::int64_t total = 1;
+    for (int l = 0; l < pc.ndims; ++l) total *= pc.count[l];
+    const bool narrow = total <= 0xFFFFFFFFll;
+    for (std::int64_t e = item.begin + threadIdx.x; e < item.end; e += blockDim.x) {
+      std::int64_t so = 0, dofs = 0;
+      if (narrow) {
+        piece_offsets<std::uint32_t>(pc, static_cast<std::uint32_t>(e), &so, &dofs);
+      } else {
+        piece_offsets<std::int64_t>(pc, e, &so, &dofs);
+      }
+      const float f = convert(load_value(pc.src + so * c.size, c), c);
+      switch (out) {
+        case OutKind::kFloat32: static_cast<float*>(tensor)[dofs] = f; break;
+        case OutKind::kBFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::bfloat16_bits(f); break;
+        case OutKind::kFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::float16_bits(f); break;
+      }
     }
   }
 }
@@ -79,15 +102,21 @@ __global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem*
 }  // namespace
 
 void assemble_batch(const AssemblePiece* pieces, const AssembleItem* items, std::size_t num_items,
-                    const ConvertParams* params, void* const* tensors, OutKind out, CUstream_st* stream) {
+                    const ConvertParams* params, void* const* tensors, OutKind out, CUstream_st* stream,
+                    unsigned max_blocks) {
   if (num_items == 0) return;
-  // Items are at most 2^31 - 1 per launch (grid x); launch in slices.
+  // The grid's x dimension holds at most 2^31 - 1 blocks; the blocks loop over the items.
   constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
-  for (std::size_t first = 0; first < num_items; first += kMaxGrid) {
-    const auto n = static_cast<unsigned>(num_items - first < kMaxGrid ? num_items - first : kMaxGrid);
-    assemble_kernel<<<n, 256, 0, stream>>>(pieces, items + first, params, tensors, out);
-    CS_CUDA_CHECK(cudaGetLastError());
+  std::size_t grid = num_items < kMaxGrid ? num_items : kMaxGrid;
+  if (max_blocks == kAssembleQuarterGpu) {
+    int dev = 0, sms = 0;
+    CS_CUDA_CHECK(cudaGetDevice(&dev));
+    CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    max_blocks = sms >= 8 ? static_cast<unsigned>(sms / 4) : 2u;
   }
+  if (max_blocks != 0 && grid > max_blocks) grid = max_blocks;
+  assemble_kernel<<<static_cast<unsigned>(grid), 256, 0, stream>>>(pieces, items, num_items, params, tensors, out);
+  CS_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace cubestream::cuda
