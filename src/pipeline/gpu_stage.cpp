@@ -177,7 +177,7 @@ GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, cons
   assemble_stream_ = cuda::create_stream(device_);
   const char* copy = std::getenv("CUBESTREAM_GPU_COPY");
   batched_unit_copies_ = !(copy && std::strcmp(copy, "per-unit") == 0);
-  // The assembly's grid (cuda::assemble_batch): a quarter of the GPU by default;
+  // The assembly's grid (cuda::assemble_batch): a block per SM by default;
   // CUBESTREAM_ASSEMBLE_BLOCKS=items for a block per item (the earlier behaviour), =N for N.
   if (const char* blocks = std::getenv("CUBESTREAM_ASSEMBLE_BLOCKS")) {
     const long v = std::strcmp(blocks, "items") == 0 ? 0 : std::strtol(blocks, nullptr, 10);

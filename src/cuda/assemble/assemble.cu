@@ -71,7 +71,12 @@ __device__ void piece_offsets(const AssemblePiece& pc, I e, std::int64_t* so, st
 }
 
 // Items blockIdx.x, blockIdx.x + gridDim.x, ...: a grid of one block per item, or a smaller
-// one whose blocks each take several (see assemble_batch).
+// one whose blocks each take several (see assemble_batch). Each thread loads kIlp elements
+// before it converts and stores any: with one load in flight per thread, a block waited a
+// memory latency per element, and a grid bounded to a quarter of the GPU ran the assembly 13x
+// slower than a block per item (H100, U-Net batch: 20.7 against 1.6 ms a step).
+constexpr int kIlp = 8;
+
 __global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem* items, std::size_t num_items,
                                 const ConvertParams* params, void* const* tensors, OutKind out) {
   for (std::size_t it = blockIdx.x; it < num_items; it += gridDim.x) {
@@ -82,18 +87,34 @@ __global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem*
     std::int64_t total = 1;
     for (int l = 0; l < pc.ndims; ++l) total *= pc.count[l];
     const bool narrow = total <= 0xFFFFFFFFll;
-    for (std::int64_t e = item.begin + threadIdx.x; e < item.end; e += blockDim.x) {
-      std::int64_t so = 0, dofs = 0;
-      if (narrow) {
-        piece_offsets<std::uint32_t>(pc, static_cast<std::uint32_t>(e), &so, &dofs);
-      } else {
-        piece_offsets<std::int64_t>(pc, e, &so, &dofs);
+    const std::int64_t tile = std::int64_t{kIlp} * blockDim.x;
+    for (std::int64_t base = item.begin + threadIdx.x; base < item.end; base += tile) {
+      double v[kIlp];
+      std::int64_t dofs[kIlp];  // -1: past the item's end
+#pragma unroll
+      for (int k = 0; k < kIlp; ++k) {
+        const std::int64_t e = base + std::int64_t{k} * blockDim.x;
+        dofs[k] = -1;
+        v[k] = 0;
+        if (e < item.end) {
+          std::int64_t so = 0;
+          if (narrow) {
+            piece_offsets<std::uint32_t>(pc, static_cast<std::uint32_t>(e), &so, &dofs[k]);
+          } else {
+            piece_offsets<std::int64_t>(pc, e, &so, &dofs[k]);
+          }
+          v[k] = load_value(pc.src + so * c.size, c);
+        }
       }
-      const float f = convert(load_value(pc.src + so * c.size, c), c);
-      switch (out) {
-        case OutKind::kFloat32: static_cast<float*>(tensor)[dofs] = f; break;
-        case OutKind::kBFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::bfloat16_bits(f); break;
-        case OutKind::kFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::float16_bits(f); break;
+#pragma unroll
+      for (int k = 0; k < kIlp; ++k) {
+        if (dofs[k] < 0) continue;
+        const float f = convert(v[k], c);
+        switch (out) {
+          case OutKind::kFloat32: static_cast<float*>(tensor)[dofs[k]] = f; break;
+          case OutKind::kBFloat16: static_cast<std::uint16_t*>(tensor)[dofs[k]] = core::bfloat16_bits(f); break;
+          case OutKind::kFloat16: static_cast<std::uint16_t*>(tensor)[dofs[k]] = core::float16_bits(f); break;
+        }
       }
     }
   }
@@ -108,11 +129,11 @@ void assemble_batch(const AssemblePiece* pieces, const AssembleItem* items, std:
   // The grid's x dimension holds at most 2^31 - 1 blocks; the blocks loop over the items.
   constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
   std::size_t grid = num_items < kMaxGrid ? num_items : kMaxGrid;
-  if (max_blocks == kAssembleQuarterGpu) {
+  if (max_blocks == kAssembleBlockPerSm) {
     int dev = 0, sms = 0;
     CS_CUDA_CHECK(cudaGetDevice(&dev));
     CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    max_blocks = sms >= 8 ? static_cast<unsigned>(sms / 4) : 2u;
+    max_blocks = static_cast<unsigned>(sms > 0 ? sms : 1);
   }
   if (max_blocks != 0 && grid > max_blocks) grid = max_blocks;
   assemble_kernel<<<static_cast<unsigned>(grid), 256, 0, stream>>>(pieces, items, num_items, params, tensors, out);

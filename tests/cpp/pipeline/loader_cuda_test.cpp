@@ -99,8 +99,8 @@ TEST(LoaderCuda, BatchesEqualTheCpuLoaderBitForBit) {
 }
 
 // The assemble kernel's grid bound (CUBESTREAM_ASSEMBLE_BLOCKS, read when the loader starts):
-// one block for all items, a few, a quarter of the GPU (the default) and a block per item give
-// the CPU loader's batches, bit for bit.
+// one block for all items, a few, a block per SM (the default) and a block per item give the
+// CPU loader's batches, bit for bit.
 TEST(LoaderCuda, AssemblyGridBoundsGiveTheSameBatches) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   const auto years = three_years();
@@ -131,7 +131,7 @@ TEST(LoaderCuda, AssemblyGridBoundsGiveTheSameBatches) {
       std::int64_t n = 0;
       expect_same_batches(cpu, gpu, std::string("blocks '") + blocks + "', round " + std::to_string(round), &n);
       if (::testing::Test::HasFatalFailure()) return;
-      EXPECT_GT(n, 5);
+      EXPECT_GE(n, 4);  // 12 samples, batches of 3
       EXPECT_EQ(gpu.stats().decode_path, "gpu");
     }
   }
