@@ -177,12 +177,6 @@ GpuStage::GpuStage(const BatchPlanner& planner, const Selection& selection, cons
   assemble_stream_ = cuda::create_stream(device_);
   const char* copy = std::getenv("CUBESTREAM_GPU_COPY");
   batched_unit_copies_ = !(copy && std::strcmp(copy, "per-unit") == 0);
-  // The assembly's grid (cuda::assemble_batch): a block per SM by default;
-  // CUBESTREAM_ASSEMBLE_BLOCKS=items for a block per item (the earlier behaviour), =N for N.
-  if (const char* blocks = std::getenv("CUBESTREAM_ASSEMBLE_BLOCKS")) {
-    const long v = std::strcmp(blocks, "items") == 0 ? 0 : std::strtol(blocks, nullptr, 10);
-    assemble_blocks_ = v > 0 ? static_cast<unsigned>(v) : 0u;
-  }
   const char* pool = std::getenv("CUBESTREAM_GPU_POOL");
   if (!(pool && std::strcmp(pool, "default") == 0)) device_pool_ = cuda::create_device_pool(device_);
 }
@@ -822,7 +816,7 @@ void GpuStage::enqueue_assembly(Flight& f, void* d_inputs, void* d_targets) {
                        reinterpret_cast<const cuda::AssembleItem*>(dmeta + f.items_at), it,
                        reinterpret_cast<const cuda::ConvertParams*>(dmeta + f.params_at),
                        reinterpret_cast<void* const*>(dmeta + f.tensors_at), out,
-                       reinterpret_cast<CUstream_st*>(assemble_stream_), assemble_blocks_);
+                       reinterpret_cast<CUstream_st*>(assemble_stream_));
 }
 
 void GpuStage::finish(Flight& f, void* d_inputs, void* d_targets, void* buffer_free, void* ready, GpuStageStats& st) {

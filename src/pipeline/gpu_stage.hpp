@@ -161,8 +161,6 @@ class GpuStage {
   // Raw and host-decoded units reach the GPU in one batched copy per batch
   // (cuda::copy_batch_to_device_async); false: one copy each (CUBESTREAM_GPU_COPY=per-unit).
   bool batched_unit_copies_ = true;
-  // The assemble kernel's grid bound (cuda::assemble_batch; CUBESTREAM_ASSEMBLE_BLOCKS).
-  unsigned assemble_blocks_ = cuda::kAssembleBlockPerSm;
   // Pinned allocations and frees not yet reported (take_pinned_counts). Declared before
   // slots_: the arenas' destructors free through pinned_free, which counts here.
   std::atomic<std::uint64_t> pinned_calls_{0};

@@ -53,7 +53,8 @@ __device__ float convert(double v, const ConvertParams& c) {
 
 // Element e of a piece (row-major over its counts) -> its source and destination offsets, in
 // elements. Index type I: 32-bit where the piece's elements fit (a 64-bit division is a
-// long software sequence on the GPU, ~3-4x a 32-bit one, and runs once per dim per element).
+// long software sequence on the GPU, several times a 32-bit one, and runs once per dim per
+// element).
 template <class I>
 __device__ void piece_offsets(const AssemblePiece& pc, I e, std::int64_t* so, std::int64_t* dofs) {
   I rest = e;
@@ -70,52 +71,31 @@ __device__ void piece_offsets(const AssemblePiece& pc, I e, std::int64_t* so, st
   *dofs = d;
 }
 
-// Items blockIdx.x, blockIdx.x + gridDim.x, ...: a grid of one block per item, or a smaller
-// one whose blocks each take several (see assemble_batch). Each thread loads kIlp elements
-// before it converts and stores any: with one load in flight per thread, a block waited a
-// memory latency per element, and a grid bounded to a quarter of the GPU ran the assembly 13x
-// slower than a block per item (H100, U-Net batch: 20.7 against 1.6 ms a step).
-constexpr int kIlp = 8;
-
-__global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem* items, std::size_t num_items,
-                                const ConvertParams* params, void* const* tensors, OutKind out) {
-  for (std::size_t it = blockIdx.x; it < num_items; it += gridDim.x) {
-    const AssembleItem item = items[it];
-    const AssemblePiece& pc = pieces[item.piece];
-    const ConvertParams c = params[pc.params];
-    void* tensor = tensors[pc.tensor];
-    std::int64_t total = 1;
-    for (int l = 0; l < pc.ndims; ++l) total *= pc.count[l];
-    const bool narrow = total <= 0xFFFFFFFFll;
-    const std::int64_t tile = std::int64_t{kIlp} * blockDim.x;
-    for (std::int64_t base = item.begin + threadIdx.x; base < item.end; base += tile) {
-      double v[kIlp];
-      std::int64_t dofs[kIlp];  // -1: past the item's end
-#pragma unroll
-      for (int k = 0; k < kIlp; ++k) {
-        const std::int64_t e = base + std::int64_t{k} * blockDim.x;
-        dofs[k] = -1;
-        v[k] = 0;
-        if (e < item.end) {
-          std::int64_t so = 0;
-          if (narrow) {
-            piece_offsets<std::uint32_t>(pc, static_cast<std::uint32_t>(e), &so, &dofs[k]);
-          } else {
-            piece_offsets<std::int64_t>(pc, e, &so, &dofs[k]);
-          }
-          v[k] = load_value(pc.src + so * c.size, c);
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < kIlp; ++k) {
-        if (dofs[k] < 0) continue;
-        const float f = convert(v[k], c);
-        switch (out) {
-          case OutKind::kFloat32: static_cast<float*>(tensor)[dofs[k]] = f; break;
-          case OutKind::kBFloat16: static_cast<std::uint16_t*>(tensor)[dofs[k]] = core::bfloat16_bits(f); break;
-          case OutKind::kFloat16: static_cast<std::uint16_t*>(tensor)[dofs[k]] = core::float16_bits(f); break;
-        }
-      }
+// One block per item. (A grid bounded to fewer blocks, each looping over items, removes the
+// ~1-2 ms a step that the training stream's kernels wait behind this grid's blocks, but costs
+// more in slower training kernels beside the longer-running assembly: docs/benchmarks.md,
+// session 10.)
+__global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem* items, const ConvertParams* params,
+                                void* const* tensors, OutKind out) {
+  const AssembleItem item = items[blockIdx.x];
+  const AssemblePiece& pc = pieces[item.piece];
+  const ConvertParams c = params[pc.params];
+  void* tensor = tensors[pc.tensor];
+  std::int64_t total = 1;
+  for (int l = 0; l < pc.ndims; ++l) total *= pc.count[l];
+  const bool narrow = total <= 0xFFFFFFFFll;
+  for (std::int64_t e = item.begin + threadIdx.x; e < item.end; e += blockDim.x) {
+    std::int64_t so = 0, dofs = 0;
+    if (narrow) {
+      piece_offsets<std::uint32_t>(pc, static_cast<std::uint32_t>(e), &so, &dofs);
+    } else {
+      piece_offsets<std::int64_t>(pc, e, &so, &dofs);
+    }
+    const float f = convert(load_value(pc.src + so * c.size, c), c);
+    switch (out) {
+      case OutKind::kFloat32: static_cast<float*>(tensor)[dofs] = f; break;
+      case OutKind::kBFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::bfloat16_bits(f); break;
+      case OutKind::kFloat16: static_cast<std::uint16_t*>(tensor)[dofs] = core::float16_bits(f); break;
     }
   }
 }
@@ -123,21 +103,15 @@ __global__ void assemble_kernel(const AssemblePiece* pieces, const AssembleItem*
 }  // namespace
 
 void assemble_batch(const AssemblePiece* pieces, const AssembleItem* items, std::size_t num_items,
-                    const ConvertParams* params, void* const* tensors, OutKind out, CUstream_st* stream,
-                    unsigned max_blocks) {
+                    const ConvertParams* params, void* const* tensors, OutKind out, CUstream_st* stream) {
   if (num_items == 0) return;
-  // The grid's x dimension holds at most 2^31 - 1 blocks; the blocks loop over the items.
+  // Items are at most 2^31 - 1 per launch (grid x); launch in slices.
   constexpr std::size_t kMaxGrid = 0x7FFFFFFF;
-  std::size_t grid = num_items < kMaxGrid ? num_items : kMaxGrid;
-  if (max_blocks == kAssembleBlockPerSm) {
-    int dev = 0, sms = 0;
-    CS_CUDA_CHECK(cudaGetDevice(&dev));
-    CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    max_blocks = static_cast<unsigned>(sms > 0 ? sms : 1);
+  for (std::size_t first = 0; first < num_items; first += kMaxGrid) {
+    const auto n = static_cast<unsigned>(num_items - first < kMaxGrid ? num_items - first : kMaxGrid);
+    assemble_kernel<<<n, 256, 0, stream>>>(pieces, items + first, params, tensors, out);
+    CS_CUDA_CHECK(cudaGetLastError());
   }
-  if (max_blocks != 0 && grid > max_blocks) grid = max_blocks;
-  assemble_kernel<<<static_cast<unsigned>(grid), 256, 0, stream>>>(pieces, items, num_items, params, tensors, out);
-  CS_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace cubestream::cuda

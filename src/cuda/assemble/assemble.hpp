@@ -55,18 +55,8 @@ struct AssembleItem {
 
 enum class OutKind : std::uint8_t { kFloat32 = 0, kBFloat16 = 1, kFloat16 = 2 };
 
-// A bound on the assemble kernel's grid: one block per multiprocessor of the current device.
-inline constexpr unsigned kAssembleBlockPerSm = ~0u;
-
-// Enqueues the assembly on `stream`. All arrays are in device memory. `max_blocks` bounds the
-// kernel's grid (256-thread blocks, each taking items in turn): 0 gives every item a block of
-// its own, kAssembleBlockPerSm one block per multiprocessor. A bounded grid leaves most of each
-// SM to the kernels of other streams (the training's): with a block per item the GPU's block
-// scheduler hands out the assembly's blocks before those of a kernel queued later on another
-// stream, so that kernel waits for most of the assembly (H100, U-Net: ~1.2 ms a step of such
-// waits on the training stream).
+// Enqueues the assembly on `stream`. All arrays are in device memory.
 void assemble_batch(const AssemblePiece* pieces, const AssembleItem* items, std::size_t num_items,
-                    const ConvertParams* params, void* const* tensors, OutKind out, CUstream_st* stream,
-                    unsigned max_blocks = 0);
+                    const ConvertParams* params, void* const* tensors, OutKind out, CUstream_st* stream);
 
 }  // namespace cubestream::cuda

@@ -6,7 +6,7 @@
 namespace cubestream::cuda {
 
 void assemble_batch(const AssemblePiece*, const AssembleItem*, std::size_t, const ConvertParams*, void* const*, OutKind,
-                    CUstream_st*, unsigned) {
+                    CUstream_st*) {
   throw Error(ErrorCode::kUnsupported, "GPU assembly: this cubestream was built without CUDA (CPU-only build)");
 }
 

@@ -4,7 +4,6 @@
 // stream). Skipped where no CUDA device is visible; built everywhere.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -96,45 +95,6 @@ TEST(LoaderCuda, BatchesEqualTheCpuLoaderBitForBit) {
     }
   }
   EXPECT_GT(batches, 50);
-}
-
-// The assemble kernel's grid bound (CUBESTREAM_ASSEMBLE_BLOCKS, read when the loader starts):
-// one block for all items, a few, a block per SM (the default) and a block per item give the
-// CPU loader's batches, bit for bit.
-TEST(LoaderCuda, AssemblyGridBoundsGiveTheSameBatches) {
-  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-  const auto years = three_years();
-  struct Unset {
-    ~Unset() { ::unsetenv("CUBESTREAM_ASSEMBLE_BLOCKS"); }
-  } unset;
-  for (const char* blocks : {"1", "3", "items", ""}) {
-    if (*blocks) {
-      ::setenv("CUBESTREAM_ASSEMBLE_BLOCKS", blocks, 1);
-    } else {
-      ::unsetenv("CUBESTREAM_ASSEMBLE_BLOCKS");
-    }
-    for (int round = 0; round < 2; ++round) {
-      LoaderConfig c;
-      c.selection.variables = {"t2m", "temperature", "vt"};
-      c.sampler.window = ForecastWindow{"time", {-1, 0}, {1}};
-      if (round) c.sampler.patch = {{"latitude", 3}, {"longitude", 4}};
-      c.sampler.batch_size = 3;
-      c.sampler.seed = 5 + round;
-      c.dtype = static_cast<OutputDType>(round);
-      c.threads = 2;
-      c.memory_limit = std::uint64_t{64} << 20;
-      LoaderConfig g = c;
-      g.device = DeviceKind::kCuda;
-      g.decode = DecodeBackend::kAuto;
-      Loader cpu(ConcatenatedTime(years), c);
-      Loader gpu(ConcatenatedTime(years), g);
-      std::int64_t n = 0;
-      expect_same_batches(cpu, gpu, std::string("blocks '") + blocks + "', round " + std::to_string(round), &n);
-      if (::testing::Test::HasFatalFailure()) return;
-      EXPECT_GE(n, 4);  // 12 samples, batches of 3
-      EXPECT_EQ(gpu.stats().decode_path, "gpu");
-    }
-  }
 }
 
 TEST(LoaderCuda, ConsumerStreamOrderingKeepsHeldBatchesIntact) {
