@@ -607,11 +607,11 @@ TEST(ZstdLogic, ThirtyTwoBitRepeatOffsetsMatchTheSixtyFourBitForm) {
 
 // Pass 2b of one block (step `st`, tables `t`, scratch `blk`) with each SeqReader: the fast
 // and window readers must give the general reader's status, record count, repeat offsets and
-// records 0..n_ok of each array (seq_cap long, one after another). *ref gets the general
+// records 0..n_ok of each array (step_rec_stride long, one after another). *ref gets the general
 // reader's result.
 void expect_sequence_readers_agree(const std::uint8_t* src, const zl::BlockStep& st, const zl::SeqTables* t,
                                    std::uint8_t* blk, zl::BlockStep* ref) {
-  const std::size_t rec_bytes = std::size_t(12) * st.seq_cap;
+  const std::size_t rec_bytes = std::size_t(12) * zl::step_rec_stride(st);
   std::uint8_t* recs = blk + zl::step_lit_bytes(st);
   std::vector<std::uint8_t> first;
   zl::u64 ring[zl::BackwardWordQueue::kRingWords];
@@ -629,7 +629,7 @@ void expect_sequence_readers_agree(const std::uint8_t* src, const zl::BlockStep&
     ASSERT_EQ(s.n_ok, ref->n_ok);
     for (int q = 0; q < 3; ++q) EXPECT_EQ(s.reps_end[q], ref->reps_end[q]);
     for (int a = 0; a < 3; ++a) {
-      const std::size_t at = std::size_t(4) * st.seq_cap * a, len = std::size_t(4) * s.n_ok;
+      const std::size_t at = std::size_t(4) * zl::step_rec_stride(st) * a, len = std::size_t(4) * s.n_ok;
       ASSERT_EQ(std::memcmp(recs + at, first.data() + at, len), 0) << "array " << a;
     }
   }

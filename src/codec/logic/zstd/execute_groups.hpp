@@ -332,8 +332,8 @@ CS_HD DecodeStatus load_sub_batch(const Team& team, const UnitContext& c, UnitRu
   const u8* lits = s.lit_type == 0 ? c.src + s.lit_at : blk;
   const u64 lits_size = s.lit_regen;
   const u32* rec_ll = reinterpret_cast<const u32*>(blk + step_lit_bytes(s));
-  const u32* rec_ml = rec_ll + s.seq_cap;
-  const u32* rec_off = rec_ml + s.seq_cap;
+  const u32* rec_ml = rec_ll + step_rec_stride(s);
+  const u32* rec_off = rec_ml + step_rec_stride(s);
   const u64 block_start = s.exec_out;
   const u64 cap = c.dst_size - r->frame;
   u8* out = c.dst + r->frame;

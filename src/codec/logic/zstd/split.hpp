@@ -130,12 +130,16 @@ CS_HD inline u64 sym32_to64(u32 v) {
   return kSymTag | u64((v >> 29) & 3) << 40 | (kSymBase - sub);
 }
 
-// Sequence records, three arrays of seq_cap u32 after the literals: the literal length with
-// a symbolic offset's tag (bit 31) and index (bits 29-30); the match length; the offset or,
-// when tagged, the amount subtracted. Literal lengths are < 2^17 (section 3.1.1.3.2.1.1).
+// Sequence records, three arrays of u32 after the literals, each step_rec_stride(s) long (the
+// first seq_cap entries used): the literal length with a symbolic offset's tag (bit 31) and
+// index (bits 29-30); the match length; the offset or, when tagged, the amount subtracted.
+// Literal lengths are < 2^17 (section 3.1.1.3.2.1.1). The stride is a multiple of 4, so that
+// records 4k..4k+3 of each array are one aligned 16-byte word (the GPU's sequence pass stores
+// them so: see RecordQuads).
 inline constexpr u32 kRecSym = 1u << 31;
 CS_HD inline u64 align16(u64 v) { return (v + 15) & ~u64(15); }
 CS_HD inline u64 step_lit_bytes(const BlockStep& s) { return s.lit_type == 0 ? 0 : align16(s.lit_regen); }
+CS_HD inline u32 step_rec_stride(const BlockStep& s) { return (s.seq_cap + 3) & ~3u; }
 
 // The three sequence-code tables of one block (section 3.1.1.3.2.1), copied out of the team's
 // ZstdTables by pass 2a so that pass 2b can decode the block's sequence stream with one
@@ -210,7 +214,7 @@ CS_HD inline u64 step_group_entries(const BlockStep& s) { return (s.seq_cap + kG
 
 // A block's scratch: literals, the three record arrays, then (blocks with sequences) its
 // SeqTables and its GroupStart table, each part 16-byte aligned.
-CS_HD inline u64 step_tables_at(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * s.seq_cap); }
+CS_HD inline u64 step_tables_at(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * step_rec_stride(s)); }
 CS_HD inline u64 step_groups_at(const BlockStep& s) { return step_tables_at(s) + sizeof(SeqTables); }
 CS_HD inline u64 step_scratch_bytes(const BlockStep& s) {
   if (s.nb_seq == 0) return step_tables_at(s);
@@ -494,15 +498,80 @@ CS_HD inline void store_record(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u3
   rec_ml[i] = ml;
 }
 
-// store_record for an offset in the 32-bit form (sym32_from): its top three bits are the
-// tag and index the record keeps.
-CS_HD inline void store_record32(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u32 ll, u32 ml, u32 offset) {
+// The record words (literal length with tag and index, offset or amount subtracted) of an
+// offset in the 32-bit form (sym32_from): its top three bits are the tag and index the record
+// keeps.
+CS_HD inline void record32_words(u32 ll, u32 offset, u32* w_ll, u32* w_off) {
   const bool sym = (offset & kSym32Tag) != 0;
   static_assert(kRecSym == kSym32Tag, "a record's tag and index are the 32-bit form's top bits");
-  rec_ll[i] = ll | (sym ? offset & 0xE0000000u : 0u);
-  rec_off[i] = sym ? kSym32Low - (offset & kSym32Low) : offset;
+  *w_ll = ll | (sym ? offset & 0xE0000000u : 0u);
+  *w_off = sym ? kSym32Low - (offset & kSym32Low) : offset;
+}
+
+// store_record for an offset in the 32-bit form.
+CS_HD inline void store_record32(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u32 ll, u32 ml, u32 offset) {
+  record32_words(ll, offset, &rec_ll[i], &rec_off[i]);
   rec_ml[i] = ml;
 }
+
+// One aligned 16-byte store of four record words.
+CS_HD inline void store_quad(u32* p, const u32 (&w)[4]) {
+#if CS_DEVICE_PASS
+  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+#else
+  for (int m = 0; m < 4; ++m) p[m] = w[m];
+#endif
+}
+
+// The window loop's records, four at a time per array: record i waits in slot i % 4 (selects
+// on registers, no indexed array), and when slot 3 fills, each array gets one aligned 16-byte
+// store (the arrays' stride is a multiple of 4). On the GPU each lane writes its own block's
+// records, so three 4-byte stores per lane and sequence were three partial L2 sectors each;
+// ncu had 81 % of the sequence kernel's L2 sectors from such uncoalesced accesses and its L2
+// 60 % busy (docs/gpu_zstd.md, v3.9). Slots of records before `first` (where the loop began)
+// are not stored; finish() stores the records of an incomplete last quad one by one.
+struct RecordQuads {
+  u32* ll;
+  u32* ml;
+  u32* off;
+  u32 first;
+  u32 a[4], b[4], c[4];
+
+  CS_HD void put(u32 i, u32 v_ll, u32 v_ml, u32 v_off) {
+    const u32 k = i & 3;
+#pragma unroll
+    for (u32 m = 0; m < 4; ++m) {
+      a[m] = k == m ? v_ll : a[m];
+      b[m] = k == m ? v_ml : b[m];
+      c[m] = k == m ? v_off : c[m];
+    }
+    if (k == 3) {
+      const u32 q = i - 3;
+      if (q >= first) {
+        store_quad(ll + q, a);
+        store_quad(ml + q, b);
+        store_quad(off + q, c);
+      } else {
+        store_from(q, first, i + 1);
+      }
+    }
+  }
+  // Records [from, to) of the quad starting at q, one by one.
+  CS_HD void store_from(u32 q, u32 from, u32 to) {
+#pragma unroll
+    for (u32 m = 0; m < 4; ++m) {
+      if (q + m >= from && q + m < to) {
+        ll[q + m] = a[m];
+        ml[q + m] = b[m];
+        off[q + m] = c[m];
+      }
+    }
+  }
+  // After the loop's last record, end - 1: the records of the incomplete quad, if any.
+  CS_HD void finish(u32 end) {
+    if ((end & 3) != 0) store_from(end & ~3u, first, end);
+  }
+};
 
 // Running output and literal offsets of a block's records, written to its GroupStart table at
 // the first record of every group. Off the per-sequence dependent chain: two adds and, every
@@ -528,8 +597,8 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
   SequenceStream stream;
   CS_ZSTD_TRY(stream.init(t, src + s.seq_at, static_cast<std::size_t>(s.seq_avail)));
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(s));
-  u32* rec_ml = rec_ll + s.seq_cap;
-  u32* rec_off = rec_ml + s.seq_cap;
+  u32* rec_ml = rec_ll + step_rec_stride(s);
+  u32* rec_off = rec_ml + step_rec_stride(s);
   u32 i = 0;
   if (reader == SeqReader::kFastBits) {
     FastBackwardBits fb(stream.bits);
@@ -560,6 +629,7 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
     // An offset code above kWindowMaxOfCode (offsets of 2^31 - 3 and more, which no real
     // stream of ours has) ends the loop before its sequence; the general reader takes it.
     WindowLookup e = window_lookup(&v, codes, lls, mls, ofs);
+    RecordQuads quads{rec_ll, rec_ml, rec_off, i, {}, {}, {}};
     while (i < end && abit >= kWindowMinBits && e.of.symbol <= kWindowMaxOfCode) {
       u32 ll = 0, ml = 0, of_value = 0, offset = 0;
       next_from_window(e, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
@@ -568,10 +638,13 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
         st = DecodeStatus::kCorrupt;
         break;
       }
-      store_record32(rec_ll, rec_ml, rec_off, i, ll, ml, offset);
+      u32 w_ll = 0, w_off = 0;
+      record32_words(ll, offset, &w_ll, &w_off);
+      quads.put(i, w_ll, ml, w_off);
       sums->record(i, ll, ml);
       *n_ok = ++i;
     }
+    quads.finish(i);
     w.drain();
     for (int k = 0; k < 3; ++k) reps->rep[k] = sym32_to64(r32[k]);
     if (st != DecodeStatus::kOk) return st;
@@ -824,8 +897,8 @@ CS_HD DecodeStatus execute_compressed(const Team& team, const u8* src, const Blo
   const u8* lits = s.lit_type == 0 ? src + s.lit_at : blk;
   const u64 lits_size = s.lit_regen;
   const u32* rec_ll = reinterpret_cast<const u32*>(blk + step_lit_bytes(s));
-  const u32* rec_ml = rec_ll + s.seq_cap;
-  const u32* rec_off = rec_ml + s.seq_cap;
+  const u32* rec_ml = rec_ll + step_rec_stride(s);
+  const u32* rec_off = rec_ml + step_rec_stride(s);
   const u64 block_start = *pos;
   u64 o = *pos;
   u64 lit_pos = 0;
