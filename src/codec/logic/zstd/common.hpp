@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "codec/logic/decode_status.hpp"
 #include "core/host_device.hpp"
@@ -144,6 +145,53 @@ struct ForwardBits {
     return v;
   }
   CS_HD u64 bytes_used() const { return (bitpos + 7) >> 3; }
+};
+
+// ---- 16-byte stores from a thread that writes 4-byte words one at a time -------------------
+// Word j of an array (`base` 16-byte aligned) goes into slot j % 4 of registers (selects, no
+// indexed array, so nothing spills to local memory); when slot 3 fills, the four words go out
+// as one aligned 16-byte store. On the GPU, where each lane of a warp writes its own stream of
+// words, a 4-byte store per word is one partial L2 sector per lane; a 16-byte store covers
+// four words (ncu, H100: the sequence kernel's L2 was 60 % busy with 81 % of its sectors from
+// such accesses, docs/gpu_zstd.md v3.9). Words before `first` (where the writer began) are
+// not touched; finish(end) stores the words of an incomplete last quad one by one. The
+// caller puts words j = first, first + 1, ... in order.
+struct QuadStore {
+  u32* base;
+  u32 first;
+  u32 w[4];
+
+  CS_HD void put(u32 j, u32 v) {
+    const u32 k = j & 3;
+#pragma unroll
+    for (u32 m = 0; m < 4; ++m) w[m] = k == m ? v : w[m];
+    if (k == 3) {
+      const u32 q = j - 3;
+      if (q >= first) {
+#if CS_DEVICE_PASS
+        *reinterpret_cast<uint4*>(base + q) = make_uint4(w[0], w[1], w[2], w[3]);
+#else
+        // The GPU's 16-byte store needs base + q 16-byte aligned; the host checks it, so that
+        // the host tests catch a caller whose base is not (a misaligned store faults there).
+        if ((reinterpret_cast<std::uintptr_t>(base + q) & 15) != 0) std::abort();
+        for (u32 m = 0; m < 4; ++m) base[q + m] = w[m];
+#endif
+      } else {
+        store_from(q, j + 1);
+      }
+    }
+  }
+  // Words [max(first, q), to) of the quad starting at q, one by one.
+  CS_HD void store_from(u32 q, u32 to) {
+#pragma unroll
+    for (u32 m = 0; m < 4; ++m) {
+      if (q + m >= first && q + m < to) base[q + m] = w[m];
+    }
+  }
+  // After the last word, end - 1.
+  CS_HD void finish(u32 end) {
+    if ((end & 3) != 0) store_from(end & ~3u, end);
+  }
 };
 
 // ---- backward bit reader -------------------------------------------------------------------

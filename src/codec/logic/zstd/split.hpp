@@ -514,62 +514,22 @@ CS_HD inline void store_record32(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, 
   rec_ml[i] = ml;
 }
 
-// One aligned 16-byte store of four record words.
-CS_HD inline void store_quad(u32* p, const u32 (&w)[4]) {
-#if CS_DEVICE_PASS
-  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
-#else
-  for (int m = 0; m < 4; ++m) p[m] = w[m];
-#endif
-}
-
-// The window loop's records, four at a time per array: record i waits in slot i % 4 (selects
-// on registers, no indexed array), and when slot 3 fills, each array gets one aligned 16-byte
-// store (the arrays' stride is a multiple of 4). On the GPU each lane writes its own block's
-// records, so three 4-byte stores per lane and sequence were three partial L2 sectors each;
-// ncu had 81 % of the sequence kernel's L2 sectors from such uncoalesced accesses and its L2
-// 60 % busy (docs/gpu_zstd.md, v3.9). Slots of records before `first` (where the loop began)
-// are not stored; finish() stores the records of an incomplete last quad one by one.
+// The window loop's records, four at a time per array (QuadStore; the arrays' stride is a
+// multiple of 4, so record i of each array is word i from a 16-byte aligned base): on the GPU
+// each lane writes its own block's records, three 4-byte stores per sequence before.
 struct RecordQuads {
-  u32* ll;
-  u32* ml;
-  u32* off;
-  u32 first;
-  u32 a[4], b[4], c[4];
-
+  QuadStore ll, ml, off;
+  CS_HD RecordQuads(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 first)
+      : ll{rec_ll, first, {}}, ml{rec_ml, first, {}}, off{rec_off, first, {}} {}
   CS_HD void put(u32 i, u32 v_ll, u32 v_ml, u32 v_off) {
-    const u32 k = i & 3;
-#pragma unroll
-    for (u32 m = 0; m < 4; ++m) {
-      a[m] = k == m ? v_ll : a[m];
-      b[m] = k == m ? v_ml : b[m];
-      c[m] = k == m ? v_off : c[m];
-    }
-    if (k == 3) {
-      const u32 q = i - 3;
-      if (q >= first) {
-        store_quad(ll + q, a);
-        store_quad(ml + q, b);
-        store_quad(off + q, c);
-      } else {
-        store_from(q, first, i + 1);
-      }
-    }
+    ll.put(i, v_ll);
+    ml.put(i, v_ml);
+    off.put(i, v_off);
   }
-  // Records [from, to) of the quad starting at q, one by one.
-  CS_HD void store_from(u32 q, u32 from, u32 to) {
-#pragma unroll
-    for (u32 m = 0; m < 4; ++m) {
-      if (q + m >= from && q + m < to) {
-        ll[q + m] = a[m];
-        ml[q + m] = b[m];
-        off[q + m] = c[m];
-      }
-    }
-  }
-  // After the loop's last record, end - 1: the records of the incomplete quad, if any.
   CS_HD void finish(u32 end) {
-    if ((end & 3) != 0) store_from(end & ~3u, first, end);
+    ll.finish(end);
+    ml.finish(end);
+    off.finish(end);
   }
 };
 
@@ -629,7 +589,7 @@ CS_HD inline DecodeStatus entropy_sequences(const u8* src, const BlockStep& s, c
     // An offset code above kWindowMaxOfCode (offsets of 2^31 - 3 and more, which no real
     // stream of ours has) ends the loop before its sequence; the general reader takes it.
     WindowLookup e = window_lookup(&v, codes, lls, mls, ofs);
-    RecordQuads quads{rec_ll, rec_ml, rec_off, i, {}, {}, {}};
+    RecordQuads quads(rec_ll, rec_ml, rec_off, i);
     while (i < end && abit >= kWindowMinBits && e.of.symbol <= kWindowMaxOfCode) {
       u32 ll = 0, ml = 0, of_value = 0, offset = 0;
       next_from_window(e, &w, &abit, &lls, &mls, &ofs, &ll, &ml, &of_value);
