@@ -160,20 +160,13 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
   // Four symbols from `word`, whose bits below `avail` are the stream's next ones (avail -
   // log >= 0 for all four: they take at most 4 * kHufMaxLog = 44 bits): stores them at out + i,
   // moves i on and returns the bits of `word` still unread.
-  // The four symbols as one word (symbol k at byte k); returns the bits of `word` still unread.
-  const auto decode_four = [&](u64 word, u32 avail, u32* four) {
-    u32 f = 0;
-    for (int k = 0; k < 4; ++k) {
-      const HufEntry e = table[(word >> (avail - log)) & mask];
-      f |= u32(e.symbol) << (8 * k);
-      avail -= e.nbits;
-    }
-    *four = f;
-    return avail;
-  };
   const auto four_from = [&](u64 word, u32 avail) {
     u32 four = 0;
-    avail = decode_four(word, avail, &four);
+    for (int k = 0; k < 4; ++k) {
+      const HufEntry e = table[(word >> (avail - log)) & mask];
+      four |= u32(e.symbol) << (8 * k);
+      avail -= e.nbits;
+    }
     if (word_out) {
 #if CS_DEVICE_PASS
       *reinterpret_cast<u32*>(out + i) = four;  // little-endian: symbol k at byte k
@@ -196,28 +189,10 @@ CS_HD inline DecodeStatus decode_huffman_stream(const ZstdTables* ws, const u8* 
     BackwardWordWindow w;
     u32 abit = w.init(src, n, static_cast<u32>(bits.pos));
     const u32 lead = abit - static_cast<u32>(bits.pos);
-    if (word_out) {
-      // The symbols go out 16 bytes at a time (QuadStore): each of a warp's four Huffman lanes
-      // writes its own stream, and a 4-byte store per step was a partial L2 sector per lane.
-      // Word j counts 4-byte words from `base`, out rounded down to 16 bytes (i is a multiple
-      // of 4 here: this is the first loop that writes).
-      const u32 skew = static_cast<u32>(reinterpret_cast<std::uintptr_t>(out) & 15);
-      QuadStore q{reinterpret_cast<u32*>(out - skew), static_cast<u32>((skew + i) / 4), {}};
-      while (abit > 5 * 64 && count - i >= 4) {
-        u32 four = 0;
-        abit -= 64 - decode_four(w.below(abit), 64, &four);
-        q.put(static_cast<u32>((skew + i) / 4), four);
-        i += 4;
-        w.advance(abit);
-        w.refill();
-      }
-      q.finish(static_cast<u32>((skew + i) / 4));
-    } else {
-      while (abit > 5 * 64 && count - i >= 4) {
-        abit -= 64 - four_from(w.below(abit), 64);
-        w.advance(abit);
-        w.refill();
-      }
+    while (abit > 5 * 64 && count - i >= 4) {
+      abit -= 64 - four_from(w.below(abit), 64);
+      w.advance(abit);
+      w.refill();
     }
     bits.pos = abit - lead;
   }
