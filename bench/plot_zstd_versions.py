@@ -18,6 +18,7 @@ VERSIONS = [
     ("v3.6", "h100_zstd_v36_s8_main.md"),
     ("v3.7", "h100_zstd_v37_final.md"),
     ("v3.8", "h100_zstd_v38_call6_bench_new.md"),
+    ("v3.9", "h100_zstd_v39_call9_bench_new.md"),
 ]
 BATCHES = [("era5 4MiB x256", "256 x 4 MiB"), ("era5 64KiB-1MiB x1024", "1024 x 64 KiB-1 MiB")]
 LEVELS = [1, 3, 5]
