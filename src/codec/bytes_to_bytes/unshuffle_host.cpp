@@ -37,6 +37,14 @@ namespace {
 //
 // Each returns the number of elements done; the rest is left to the caller.
 
+// 64 bytes at d from four vectors, in address order (see above for why the order matters).
+inline void store64(std::uint8_t* d, __m128i a, __m128i b, __m128i c, __m128i e) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d), a);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16), b);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 32), c);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 48), e);
+}
+
 std::size_t unshuffle2_sse2(const std::uint8_t* src, std::uint8_t* dst, std::size_t n) {
   const std::uint8_t* p0 = src;
   const std::uint8_t* p1 = src + n;
@@ -52,10 +60,7 @@ std::size_t unshuffle2_sse2(const std::uint8_t* src, std::uint8_t* dst, std::siz
     const __m128i o2 = _mm_unpacklo_epi8(b0, b1);
     const __m128i o3 = _mm_unpackhi_epi8(b0, b1);
     std::uint8_t* d = dst + i * 2;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d), o0);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16), o1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 32), o2);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 48), o3);
+    store64(d, o0, o1, o2, o3);
   }
   return i;
 }
@@ -82,10 +87,7 @@ std::size_t unshuffle4_sse2(const std::uint8_t* src, std::uint8_t* dst, std::siz
     const __m128i o2 = _mm_unpacklo_epi16(b01hi, b23hi);
     const __m128i o3 = _mm_unpackhi_epi16(b01hi, b23hi);
     std::uint8_t* d = dst + i * 4;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d), o0);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16), o1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 32), o2);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 48), o3);
+    store64(d, o0, o1, o2, o3);
   }
   return i;
 }
@@ -124,14 +126,8 @@ std::size_t unshuffle8_sse2(const std::uint8_t* src, std::uint8_t* dst, std::siz
     const __m128i o6 = _mm_unpacklo_epi32(lo3, hi3);
     const __m128i o7 = _mm_unpackhi_epi32(lo3, hi3);
     std::uint8_t* d = dst + i * 8;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d), o0);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16), o1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 32), o2);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 48), o3);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 64), o4);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 80), o5);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 96), o6);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 112), o7);
+    store64(d, o0, o1, o2, o3);
+    store64(d + 64, o4, o5, o6, o7);
   }
   return i;
 }
