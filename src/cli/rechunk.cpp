@@ -20,7 +20,7 @@ const char* kRechunkUsage =
     "  --chunks   chunk size per dimension name (or axis number); -1 = whole axis; axes not\n"
     "             named keep the source's chunk size; 1-d coordinates become one chunk\n"
     "  --shards   shard size (elements, a multiple of the chunk) per dimension; v3 only\n"
-    "  --codec    zstd[:level] blosc-lz4|blosc-zstd|blosc-zlib[:clevel] gzip|zlib[:level] lz4 none\n"
+    "  --codec    zstd[:level] blosc-lz4|blosc-lz4hc|blosc-zstd|blosc-zlib[:clevel] gzip|zlib[:level] lz4 none\n"
     "  --shuffle  byte shuffle before compression (zstd/lz4 then travel in a blosc container)\n"
     "  --memory   bound on the data held in memory (K/M/G suffixes), default 2G\n"
     "  --resume   finish an interrupted run: chunks already written and decoding are skipped\n"

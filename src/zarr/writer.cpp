@@ -148,7 +148,9 @@ std::vector<Compressor> compressors(const CodecChoice& c, const DataType& dtype,
   } else if (n.rfind("blosc", 0) == 0) {
     std::string cname = n == "blosc" ? "lz4" : n.substr(6);
     if (n != "blosc" && (n.size() < 7 || n[5] != '-')) bad_argument("unknown codec \"" + n + "\"");
-    if (cname != "lz4" && cname != "zstd" && cname != "zlib") bad_argument("blosc compressor \"" + cname + "\" cannot be written (lz4, zstd, zlib)");
+    if (cname != "lz4" && cname != "lz4hc" && cname != "zstd" && cname != "zlib") {
+      bad_argument("blosc compressor \"" + cname + "\" cannot be written (lz4, lz4hc, zstd, zlib)");
+    }
     out.push_back({"blosc", blosc_config(cname, c.level, shuffle, dtype)});
   } else if (n == "zstd" || n == "lz4") {
     if (shuffle) {
@@ -164,7 +166,7 @@ std::vector<Compressor> compressors(const CodecChoice& c, const DataType& dtype,
     const std::string name = n == "zlib" && v3 ? "numcodecs.zlib" : n;
     out.push_back({name, {{"level", level_or(c.level, 6, 0, 9, n)}}});
   } else {
-    bad_argument("unknown codec \"" + n + "\" (zstd, blosc-lz4, blosc-zstd, blosc-zlib, gzip, zlib, lz4, none)");
+    bad_argument("unknown codec \"" + n + "\" (zstd, blosc-lz4, blosc-lz4hc, blosc-zstd, blosc-zlib, gzip, zlib, lz4, none)");
   }
   return out;
 }

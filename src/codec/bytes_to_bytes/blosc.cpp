@@ -18,6 +18,7 @@
 #include <string>
 
 #include <lz4.h>
+#include <lz4hc.h>
 
 #include "codec/bytes_to_bytes/config.hpp"
 #include "codec/bytes_to_bytes/inflate.hpp"
@@ -158,9 +159,12 @@ void decode_stream(std::uint8_t format, ByteView buf, const logic::BloscStream& 
 // scratch buffer, compress; a stream that does not shrink is stored raw (csize == its size,
 // which is how c-blosc marks raw streams). When the whole container would not be smaller
 // than the data plus the header, the data is stored memcpyed (flag bit 1), as c-blosc does.
-// Compressors: lz4 (liblz4), zstd (libzstd), zlib (zlib); blosclz and snappy are decode-only.
+// Compressors: lz4 and lz4hc (liblz4: the same LZ4 block format and header code, lz4hc's
+// slower search at level clevel finds fewer, longer matches), zstd (libzstd), zlib (zlib);
+// blosclz and snappy are decode-only.
 struct BloscEncodeParams {
   BloscCompressor compressor = BloscCompressor::kLz4;
+  bool lz4hc = false;  // compressor kLz4 written by LZ4_compress_HC
   int clevel = 5;
   int shuffle = 1;            // 0 none, 1 byte, 2 bit
   std::size_t typesize = 1;
@@ -170,10 +174,16 @@ struct BloscEncodeParams {
 BloscEncodeParams blosc_encode_params(const nlohmann::json& cfg) {
   BloscEncodeParams p;
   const std::string cname = config::get_string(cfg, kName, "cname").value_or("lz4");
-  if (cname == "lz4") p.compressor = BloscCompressor::kLz4;
-  else if (cname == "zstd") p.compressor = BloscCompressor::kZstd;
-  else if (cname == "zlib") p.compressor = BloscCompressor::kZlib;
-  else throw Error(ErrorCode::kUnsupported, "blosc: cubestream writes cname lz4, zstd or zlib, not \"" + cname + "\"");
+  if (cname == "lz4" || cname == "lz4hc") {
+    p.compressor = BloscCompressor::kLz4;
+    p.lz4hc = cname == "lz4hc";
+  } else if (cname == "zstd") {
+    p.compressor = BloscCompressor::kZstd;
+  } else if (cname == "zlib") {
+    p.compressor = BloscCompressor::kZlib;
+  } else {
+    throw Error(ErrorCode::kUnsupported, "blosc: cubestream writes cname lz4, lz4hc, zstd or zlib, not \"" + cname + "\"");
+  }
   p.clevel = static_cast<int>(config::get_int(cfg, kName, "clevel").value_or(5));
   if (p.clevel < 0 || p.clevel > 9) config::fail(kName, "clevel", "must be 0..9");
   p.typesize = static_cast<std::size_t>(config::get_int(cfg, kName, "typesize").value_or(1));
@@ -207,8 +217,11 @@ std::size_t compress_stream(const BloscEncodeParams& p, const std::uint8_t* src,
                             std::size_t cap) {
   switch (p.compressor) {
     case BloscCompressor::kLz4: {
-      const int r = LZ4_compress_fast(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(dst), static_cast<int>(n),
-                                      static_cast<int>(cap), 1);
+      // lz4hc at level clevel, as c-blosc does; lz4 with acceleration 1.
+      const int r = p.lz4hc ? LZ4_compress_HC(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(dst),
+                                              static_cast<int>(n), static_cast<int>(cap), p.clevel)
+                            : LZ4_compress_fast(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(dst),
+                                                static_cast<int>(n), static_cast<int>(cap), 1);
       return r > 0 && static_cast<std::size_t>(r) < n ? static_cast<std::size_t>(r) : 0;
     }
     case BloscCompressor::kZstd:
@@ -292,7 +305,7 @@ class BloscCodec final : public BytesToBytesCodec {
   explicit BloscCodec(nlohmann::json cfg) : cfg_(std::move(cfg)) {}
   bool can_encode() const override {
     const auto cname = config::get_string(cfg_, kName, "cname").value_or("lz4");
-    return cname == "lz4" || cname == "zstd" || cname == "zlib";
+    return cname == "lz4" || cname == "lz4hc" || cname == "zstd" || cname == "zlib";
   }
   // Zarr v2 configurations carry no typesize (numcodecs takes it from the array's itemsize):
   // the writer adds "typesize" to the configuration it encodes with.

@@ -84,6 +84,7 @@ TEST(WriterCodecs, EveryEncoderInvertsItsDecoder) {
       {"blosc", {{"cname", "zlib"}, {"clevel", 1}, {"shuffle", 0}, {"typesize", 8}}},
       {"blosc", {{"cname", "lz4"}, {"clevel", 9}, {"shuffle", 2}, {"typesize", 2}, {"blocksize", 1000}}},
       {"blosc", {{"cname", "lz4"}, {"clevel", 0}, {"shuffle", "shuffle"}, {"typesize", 4}}},
+      {"blosc", {{"cname", "lz4hc"}, {"clevel", 9}, {"shuffle", "shuffle"}, {"typesize", 4}}},
   };
   // Sizes: empty, tiny, not a multiple of the element or of 8 elements, several blocks plus a
   // leftover block.
@@ -134,7 +135,8 @@ TEST(WriterCodecs, LibbloscReadsOurBloscContainers) {
   for (const json& cfg : {json{{"cname", "lz4"}, {"clevel", 5}, {"shuffle", "shuffle"}, {"typesize", 4}},
                           json{{"cname", "zstd"}, {"clevel", 3}, {"shuffle", "bitshuffle"}, {"typesize", 4}},
                           json{{"cname", "zlib"}, {"clevel", 4}, {"shuffle", "noshuffle"}, {"typesize", 4}},
-                          json{{"cname", "lz4"}, {"clevel", 1}, {"shuffle", "bitshuffle"}, {"typesize", 2}, {"blocksize", 4096}}}) {
+                          json{{"cname", "lz4"}, {"clevel", 1}, {"shuffle", "bitshuffle"}, {"typesize", 2}, {"blocksize", 4096}},
+                          json{{"cname", "lz4hc"}, {"clevel", 9}, {"shuffle", "shuffle"}, {"typesize", 4}}}) {
     auto c = codec::make_codec("blosc", cfg);
     const Bytes enc = static_cast<const codec::BytesToBytesCodec*>(c.get())->encode(ByteView(in.data(), in.size()));
     Bytes out(in.size());
