@@ -12,7 +12,8 @@
 #   RUNS="synthetic:1 synthetic:4 synthetic:4:--ddp-grads,bf16 cubestream-cpu:4:--threads,12"
 # An ARGS word of the form NAME=VALUE (upper-case NAME) is set in that run's environment instead,
 # e.g. "cubestream-gpu:1:CUBESTREAM_GPU_POOL=default" or "cubestream-gpu:1:--loader-nice,10".
-# EPOCHS (measured, default 2) and WARMUP (default 1) set the epochs of every run.
+# EPOCHS (measured, default 2) and WARMUP (default 1) set the epochs of every run. CODEC, when
+# set, is the store's --codec (e.g. blosc-lz4hc:9; default: synth's v2 default, blosc-lz4:5).
 # Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,9 +30,9 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON 
   -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$OUT/build.log" 2>&1 &&
   ninja -C "$BUILD" cubestream_cli _cubestream >>"$OUT/build.log" 2>&1 ||
   { log "build failed"; grep -E "error|FAILED" "$OUT/build.log" | head -20; exit 1; }
-log "store: ${TIMES:-960} steps"
+log "store: ${TIMES:-960} steps${CODEC:+, codec $CODEC}"
 "$BUILD/cubestream" synth "$STORE" --variables 2m_temperature,10m_u_component_of_wind,10m_v_component_of_wind,mean_sea_level_pressure,total_column_water_vapour,surface_pressure \
-  --times "${TIMES:-960}" --format 2 --overwrite --no-progress | tail -2
+  --times "${TIMES:-960}" --format 2 ${CODEC:+--codec "$CODEC"} --overwrite --no-progress | tail -2
 "$BUILD/cubestream" stats "$STORE"
 log "topology"; nvidia-smi topo -m 2>&1 | head -12; lscpu | grep -E "^(Model name|Socket|NUMA node|Thread)" || true
 if [ -z "${RUNS:-}" ]; then
