@@ -41,6 +41,7 @@ batches. Throughput is summed over ranks; time is the slowest rank's.
 `run()` and `parse_args()` are what bench/train_bench.py calls, in one process for all loaders.
 """
 import argparse
+import bisect
 import gc
 import json
 import math
@@ -471,7 +472,6 @@ def training_stream_gaps(events, steps, min_gap_us=5.0):
     host = [e for e in events if e.get("ph") == "X" and e.get("cat") in api_cats + ("cpu_op", "user_annotation")]
     host.sort(key=lambda e: float(e["ts"]))
     starts = [float(e["ts"]) for e in host]
-    import bisect
 
     def overlapping(t0, t1):
         # host events overlapping [t0, t1]; events last < 1 s, so look back that far

@@ -171,18 +171,22 @@ struct BloscEncodeParams {
   std::size_t blocksize = 0;  // 0: chosen here
 };
 
+// The compressors the encoder below writes.
+bool writes_cname(const std::string& cname) {
+  return cname == "lz4" || cname == "lz4hc" || cname == "zstd" || cname == "zlib";
+}
+
 BloscEncodeParams blosc_encode_params(const nlohmann::json& cfg) {
   BloscEncodeParams p;
   const std::string cname = config::get_string(cfg, kName, "cname").value_or("lz4");
+  if (!writes_cname(cname)) {
+    throw Error(ErrorCode::kUnsupported, "blosc: cubestream writes cname lz4, lz4hc, zstd or zlib, not \"" + cname + "\"");
+  }
   if (cname == "lz4" || cname == "lz4hc") {
     p.compressor = BloscCompressor::kLz4;
     p.lz4hc = cname == "lz4hc";
-  } else if (cname == "zstd") {
-    p.compressor = BloscCompressor::kZstd;
-  } else if (cname == "zlib") {
-    p.compressor = BloscCompressor::kZlib;
   } else {
-    throw Error(ErrorCode::kUnsupported, "blosc: cubestream writes cname lz4, lz4hc, zstd or zlib, not \"" + cname + "\"");
+    p.compressor = cname == "zstd" ? BloscCompressor::kZstd : BloscCompressor::kZlib;
   }
   p.clevel = static_cast<int>(config::get_int(cfg, kName, "clevel").value_or(5));
   if (p.clevel < 0 || p.clevel > 9) config::fail(kName, "clevel", "must be 0..9");
@@ -304,8 +308,7 @@ class BloscCodec final : public BytesToBytesCodec {
  public:
   explicit BloscCodec(nlohmann::json cfg) : cfg_(std::move(cfg)) {}
   bool can_encode() const override {
-    const auto cname = config::get_string(cfg_, kName, "cname").value_or("lz4");
-    return cname == "lz4" || cname == "lz4hc" || cname == "zstd" || cname == "zlib";
+    return writes_cname(config::get_string(cfg_, kName, "cname").value_or("lz4"));
   }
   // Zarr v2 configurations carry no typesize (numcodecs takes it from the array's itemsize):
   // the writer adds "typesize" to the configuration it encodes with.

@@ -508,12 +508,6 @@ CS_HD inline void record32_words(u32 ll, u32 offset, u32* w_ll, u32* w_off) {
   *w_off = sym ? kSym32Low - (offset & kSym32Low) : offset;
 }
 
-// store_record for an offset in the 32-bit form.
-CS_HD inline void store_record32(u32* rec_ll, u32* rec_ml, u32* rec_off, u32 i, u32 ll, u32 ml, u32 offset) {
-  record32_words(ll, offset, &rec_ll[i], &rec_off[i]);
-  rec_ml[i] = ml;
-}
-
 // The window loop's records, four at a time per array (QuadStore; the arrays' stride is a
 // multiple of 4, so record i of each array is word i from a 16-byte aligned base): on the GPU
 // each lane writes its own block's records, three 4-byte stores per sequence before.
