@@ -16,7 +16,9 @@
 // streams), written by the test encoder (tests/cpp/codec/blosc_test_encoder.hpp; the GPU
 // machine has no libblosc); and "blosc-lz4+shuffle (writer)": the same settings encoded by
 // cubestream's own blosc encoder, exactly as its Zarr writer and `cubestream synth` write
-// chunks (256 KiB blocks, not split: one LZ4 stream per block holding all four byte planes).
+// chunks (256 KiB blocks, not split: one LZ4 stream per block holding all four byte planes);
+// for the synth fields also "blosc-lz4hc9+shuffle (writer)", the writer with cname lz4hc at
+// clevel 9 (`cubestream synth --codec blosc-lz4hc:9`).
 //
 // Per batch and codec, after checking every output byte of the GPU and of the CPU against the
 // original data:
@@ -102,6 +104,16 @@ Bytes blosc_lz4_shuffle(const Bytes& src) {
 Bytes blosc_writer(const Bytes& src) {
   static const auto codec = std::dynamic_pointer_cast<const cubestream::codec::BytesToBytesCodec>(
       cubestream::codec::make_codec("blosc", nlohmann::json{{"id", "blosc"}, {"cname", "lz4"}, {"clevel", 5},
+                                                            {"shuffle", 1}, {"typesize", 4}, {"blocksize", 0}}));
+  const auto e = codec->encode(cubestream::ByteView(src.data(), src.size()));
+  return Bytes(e.begin(), e.end());
+}
+
+// The same writer with `--codec blosc-lz4hc:9` (LZ4_compress_HC level 9, same block layout):
+// fewer, longer and farther LZ4 sequences (docs/gpu_decoders.md, "Encodings of the synth fields").
+Bytes blosc_writer_hc(const Bytes& src) {
+  static const auto codec = std::dynamic_pointer_cast<const cubestream::codec::BytesToBytesCodec>(
+      cubestream::codec::make_codec("blosc", nlohmann::json{{"id", "blosc"}, {"cname", "lz4hc"}, {"clevel", 9},
                                                             {"shuffle", 1}, {"typesize", 4}, {"blocksize", 0}}));
   const auto e = codec->encode(cubestream::ByteView(src.data(), src.size()));
   return Bytes(e.begin(), e.end());
@@ -290,7 +302,7 @@ int main() {
       const std::string only_batch = std::getenv("CS_BENCH_CASE") ? std::getenv("CS_BENCH_CASE") : "";
       if (only_batch.find(" / ") != std::string::npos && only_batch.rfind(batch.name, 0) != 0) continue;
       const std::size_t n = batch.sizes.size();
-      std::vector<Bytes> raw(n), lz4(n), blosc(n), writer(n);
+      std::vector<Bytes> raw(n), lz4(n), blosc(n), writer(n), writer_hc(n);
       if (batch.synth && !model) model = std::make_unique<cubestream::synth::Era5Model>(spec, threads);
       parallel_for(n, threads, [&](std::size_t i) {
         if (batch.synth) {
@@ -303,6 +315,7 @@ int main() {
         lz4[i] = numcodecs_lz4(raw[i]);
         blosc[i] = blosc_lz4_shuffle(raw[i]);
         writer[i] = blosc_writer(raw[i]);
+        if (batch.synth) writer_hc[i] = blosc_writer_hc(raw[i]);
       });
       const struct {
         const char* name;
@@ -313,9 +326,11 @@ int main() {
           {"lz4", &lz4, cuda::BatchCodec::kLz4, {{"id", "lz4"}}},
           {"blosc-lz4+shuffle", &blosc, cuda::BatchCodec::kBlosc, {{"id", "blosc"}}},
           {"blosc-lz4+shuffle (writer)", &writer, cuda::BatchCodec::kBlosc, {{"id", "blosc"}}},
+          {"blosc-lz4hc9+shuffle (writer)", &writer_hc, cuda::BatchCodec::kBlosc, {{"id", "blosc"}}},
       };
       const char* only = std::getenv("CS_BENCH_CASE");
       for (const auto& c : cases) {
+        if (c.enc == &writer_hc && !batch.synth) continue;  // lz4hc only for the loader's fields
         if (only && *only && (batch.name + " / " + c.name).find(only) == std::string::npos) continue;
         const Row r = run_case(batch.name, c.name, raw, *c.enc, c.kind, c.cfg, repeat, threads);
         std::size_t enc_bytes = 0;

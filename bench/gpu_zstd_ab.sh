@@ -14,6 +14,9 @@
 #                                                                         -> $OUT/bench_new.md, bench_NAME.md
 #   ncu       duration of each zstd kernel of one decode, big batch, each level -> $OUT/ncu.log
 #   memcheck  the GPU batch tests under compute-sanitizer                 -> $OUT/memcheck.log
+#   racecheck compute-sanitizer racecheck over ZstdBatch.MixedBatchMatchesLibzstdAndHostStatuses
+#             (shared-memory hazards; the units queue's volatile protocol is reported by
+#             design, docs/gpu_zstd.md)                                   -> $OUT/racecheck.log
 #   sass      cuobjdump's SASS of this tree's zstd kernels (to count each loop's instructions
 #             on a machine without the CUDA disassemblers)                -> $OUT/zstd_sass.txt.gz
 # Knobs: BIG=256 SMALL=1024 REPEAT=5 LEVELS=1,3,5 VARIANTS="old=build-old/tree" STEPS="build tests bench ncu memcheck"
@@ -102,6 +105,13 @@ memcheck() {
   grep -E 'ERROR SUMMARY|PASSED|FAILED|Invalid' "$OUT/memcheck.log" | head -20
   return $rc
 }
+racecheck() {
+  compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 3 \
+    "$BUILD"/tests/cubestream_tests --gtest_filter='ZstdBatch.MixedBatchMatchesLibzstdAndHostStatuses' >"$OUT/racecheck.log" 2>&1
+  local rc=$?
+  grep -E 'RACECHECK SUMMARY|Race reported|PASSED|FAILED' "$OUT/racecheck.log" | sed -E 's/\(const void.*\)\+/+/' | sort | uniq -c | head -20
+  return $rc
+}
 sass() {
   command -v cuobjdump >/dev/null || { log "no cuobjdump"; return 0; }
   local obj
@@ -111,13 +121,14 @@ sass() {
   zcat "$OUT/zstd_sass.txt.gz" | grep -cE '^\s+/\*[0-9a-f]{4}\*/' | sed 's/^/SASS instructions: /'
 }
 export OUT VARIANTS BUILD BIG SMALL REPEAT LEVELS
-export -f log build tests bench ncu_step memcheck sass
+export -f log build tests bench ncu_step memcheck racecheck sass
 export START
 step build 330 build
 step tests 150 tests
 step bench 300 bench
 step ncu 200 ncu_step
 step memcheck 240 memcheck
+step racecheck 200 racecheck
 step sass 60 sass
 log "done in $(($(date +%s) - START))s"
 ls -la "$OUT"

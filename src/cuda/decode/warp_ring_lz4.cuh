@@ -10,12 +10,14 @@
 // Here the warp keeps the last kRingBytes of its output in shared memory:
 //  - literals come from the parse's staging window (shared) when they lie in it, else from
 //    global memory;
-//  - a match whose offset is at most kRingBytes / 2 reads its source from the ring;
+//  - a match reads its source from the ring while none of the source's slots has been reused
+//    (offset + length <= kRingBytes in the fast path, offset <= kRingBytes / 2 in the general
+//    one);
 //  - output leaves the ring in 16-byte stores ("flush") when the ring's unflushed part would
-//    overflow, before a far match, and at the end of the block;
-//  - a match with a larger offset (rare on these fields; the latitude rows of a plane are 1440
-//    bytes apart, which the ring holds) first flushes, then reads its source from the output
-//    in global memory, which by then holds every byte it needs (see far_piece below).
+//    overflow, before a far match of the general path, and at the end of the block;
+//  - a match with a larger offset reads its source from the output in global memory: in the
+//    fast path when an earlier flush has already stored it, in the general path after a flush
+//    (see match() below).
 // Ring slot of output position q: (out + q) mod kRingBytes, by address, so a 16-byte aligned
 // piece of the output is a 16-byte aligned piece of the ring and never wraps.
 //
@@ -167,42 +169,82 @@ struct WarpRingLz4 {
     for (;;) {
       // Fast path (ncu, H100: the first version issued ~270 warp-instructions per sequence,
       // with 64-bit positions, a bounds-checked staged read per byte and copy loops for every
-      // length; the unit kernel was issue-bound at ~2.7 IPC): a sequence with both nibbles
-      // below 15 (no length bytes: <= 14 literals, <= 18 match bytes), whose token, literals
-      // and offset lie in the staging window, that is not the last of the block, passes every
-      // check of lz4_read_sequence and has a near offset is decoded here with 32-bit arithmetic
-      // and one predicated byte per lane for each copy. Any other sequence (also any that
-      // would fail a check) goes to the general path, which parses it again from the same
-      // position and so returns exactly the host's status.
+      // length; the unit kernel was issue-bound at ~2.7 IPC). A sequence is decoded here, with
+      // 32-bit arithmetic and 32 lanes per copy, when
+      //  - its token, length bytes, literals and offset lie in the staging window (so it is not
+      //    the block's last sequence, whose literals end the input);
+      //  - each length has at most one extension byte, below 255 (<= 269 literals, <= 273
+      //    match bytes: 99 % of the extended ones on blosc's float fields);
+      //  - it passes every check of lz4_read_sequence (offset 1..op, lengths within the output);
+      //  - its match source is in the ring (offset + length <= kRingBytes: none of the source
+      //    slots has been reused) or already in global memory (it ends at or before `flushed`).
+      // Version 2's fast path took only offsets <= kRingPiece and no length bytes: 70 % of the
+      // synth fields' sequences, 21 % of the same fields written with lz4hc (which finds far
+      // matches); this one takes 99 % of both (host walk, docs/gpu_decoders.md, version 4).
+      // Any other sequence (also any that would fail a check) goes to the general path, which
+      // parses it again from the same position and so returns exactly the host's status.
       if (small) {
         const std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
         if (rel < rd.len) {
           const unsigned r0 = static_cast<unsigned>(rel);
-          const unsigned token = window[r0];
-          const unsigned lit = token >> 4, m = token & 15u;
-          const unsigned ip32 = static_cast<unsigned>(ip);
           const unsigned wlen = static_cast<unsigned>(rd.len);
-          if (lit < 15 && m < 15 && ip32 + lit + 3 < static_cast<unsigned>(in_size) && r0 + lit + 3 <= wlen) {
-            const unsigned oi = r0 + 1 + lit;
+          const unsigned token = window[r0];
+          unsigned lit = token >> 4;
+          const unsigned m = token & 15u;
+          unsigned li = r0 + 1;  // window index of the literals
+          bool one_byte = true;  // each extension is a single byte below 255
+          if (lit == 15) {
+            const unsigned e = li < wlen ? window[li] : 255u;
+            one_byte = e < 255;
+            lit += e;
+            ++li;
+          }
+          const unsigned oi = li + lit;  // window index of the offset's two bytes
+          unsigned next = oi + 2;        // window index after the sequence
+          if (one_byte && next + (m == 15 ? 1u : 0u) <= wlen) {
             const unsigned off = static_cast<unsigned>(window[oi]) | (static_cast<unsigned>(window[oi + 1]) << 8);
-            const unsigned mlen = m + 4;
+            unsigned mlen = m + 4;
+            if (m == 15) {
+              const unsigned e = window[next];
+              one_byte = e < 255;
+              mlen += e;
+              ++next;
+            }
             const unsigned op32 = static_cast<unsigned>(op);
-            if (off != 0 && off <= op32 + lit && off <= kRingPiece && lit + mlen <= static_cast<unsigned>(size) - op32) {
-              if (op32 - static_cast<unsigned>(flushed) + lit + mlen > kRingBytes) flush(false);
-              if (lane < lit) ring[(om + op32 + lane) & (kRingBytes - 1)] = window[r0 + 1 + lane];
+            const unsigned mp = op32 + lit;  // the match's output position
+            const unsigned fl32 = static_cast<unsigned>(flushed);
+            const bool in_ring = off + mlen <= kRingBytes;
+            if (one_byte && off != 0 && off <= mp && lit + mlen <= static_cast<unsigned>(size) - op32 &&
+                (in_ring || mp - off + mlen <= fl32)) {
+              if (op32 - fl32 + lit + mlen > kRingBytes) flush(false);
+              for (unsigned k = lane; k < lit; k += 32) ring[(om + op32 + k) & (kRingBytes - 1)] = window[li + k];
               __syncwarp();  // the match may read these literals
-              const unsigned mp = op32 + lit;
-              if (lane < mlen) {
-                // off < mlen <= 18: byte k repeats source byte k mod off, all written before
-                const unsigned r = off >= mlen ? lane : lane % off;
-                ring[(om + mp + lane) & (kRingBytes - 1)] = ring[(om + mp - off + r) & (kRingBytes - 1)];
+              if (in_ring) {
+                // byte k of the match repeats source byte k mod off (when off < mlen the
+                // source is the off bytes before mp, all written before): r tracks k mod off
+                unsigned r = lane, step = 32;
+                if (off < mlen && off < 32) {
+                  r = lane % off;
+                  step = 32 % off;
+                }
+                for (unsigned k = lane; k < mlen; k += 32) {
+                  ring[(om + mp + k) & (kRingBytes - 1)] = ring[(om + mp - off + r) & (kRingBytes - 1)];
+                  r += step;
+                  if (r >= off) r -= off;
+                }
+                // The next writes that no __syncwarp precedes are the next sequence's literals,
+                // at positions below mp + mlen + kRingPiece (a general-path piece; a flush
+                // syncs first). They reuse the slot of a byte read here only if off + mlen >
+                // kRingPiece: then the lanes meet first.
+                if (off + mlen > kRingPiece) __syncwarp();
+              } else {
+                // off > kRingBytes - mlen > mlen: no overlap; the source was stored by an
+                // earlier flush of this warp, whose closing __syncwarp orders it before these loads
+                const std::uint8_t* src = out + (mp - off);
+                for (unsigned k = lane; k < mlen; k += 32) ring[(om + mp + k) & (kRingBytes - 1)] = src[k];
               }
-              // No sync here: the next sequence writes positions >= mp + mlen, whose slots
-              // differ from those just read (they are < kRingPiece + 50 bytes apart), and
-              // every later read of these bytes comes after a __syncwarp (the next literals',
-              // a flush's, or a refill's).
               op = mp + mlen;
-              ip = ip32 + lit + 3;
+              ip += next - r0;
               continue;
             }
           }

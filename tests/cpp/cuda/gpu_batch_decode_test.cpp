@@ -303,22 +303,26 @@ Buf ring_paths_data(std::size_t n, std::uint32_t seed) {
 TEST(GpuBatch, RingDecoderPathsMatchTheCpu) {
   REQUIRE_GPU();
   // numcodecs lz4 (one block per buffer) and the Zarr writer's blosc (256 KiB blocks, one
-  // stream each, byte shuffle): the same data through both containers, at odd input offsets
+  // stream each, byte shuffle) with lz4 and with lz4hc (which finds the far matches and the
+  // long ones that lz4 skips: the fast path's ring reads up to 4 KiB back, its reads of
+  // flushed output and its one-byte length extensions): the same data through each
+  // container, at odd input offsets
   auto writer = make_b2b("blosc", nlohmann::json{{"cname", "lz4"}, {"clevel", 5}, {"shuffle", 1}, {"typesize", 4}});
+  auto writer_hc = make_b2b("blosc", nlohmann::json{{"cname", "lz4hc"}, {"clevel", 9}, {"shuffle", 1}, {"typesize", 4}});
   std::vector<Buf> data;
   for (std::uint32_t i = 0; i < 24; ++i) {
     const std::size_t n = i % 3 == 0 ? 1000003 : i % 3 == 1 ? 262144 + 13 * i : 5000 + 777 * i;
     data.push_back(i % 4 == 3 ? quantised_bytes(n) : ring_paths_data(n, 100 + i));
     data.back().resize(n);
   }
-  for (int codec = 0; codec < 2; ++codec) {
+  for (int codec = 0; codec < 3; ++codec) {
     std::vector<Buf> enc;
     std::vector<std::size_t> sizes;
     for (const Buf& d : data) {
       if (codec == 0) {
         enc.push_back(numcodecs_lz4(d, 0));
       } else {
-        const auto e = writer->encode(cubestream::ByteView(d.data(), d.size()));
+        const auto e = (codec == 1 ? writer : writer_hc)->encode(cubestream::ByteView(d.data(), d.size()));
         enc.emplace_back(e.begin(), e.end());
       }
       sizes.push_back(d.size());
@@ -488,6 +492,49 @@ TEST(GpuBatch, BloscDamagedBuffersMatchTheHostLogic) {
     ASSERT_EQ(st[i] == DecodeStatus::kOk, want == DecodeStatus::kOk) << "buffer " << i;
     if (want == DecodeStatus::kOk) ASSERT_TRUE(out == host) << "buffer " << i;
   }
+}
+
+// Damage in the writer's layout (256 KiB blocks, one LZ4 stream each, lz4hc), where most
+// sequences take the unit kernel's fast path: every mutation either fails on both sides or
+// decodes to the same bytes as the host logic.
+TEST(GpuBatch, BloscWriterStreamsDamagedMatchTheHostLogic) {
+  REQUIRE_GPU();
+  auto writer_hc = make_b2b("blosc", nlohmann::json{{"cname", "lz4hc"}, {"clevel", 9}, {"shuffle", 1}, {"typesize", 4}});
+  const Buf src = ring_paths_data(600000, 7);
+  const auto e = writer_hc->encode(cubestream::ByteView(src.data(), src.size()));
+  const Buf good(e.begin(), e.end());
+  std::mt19937 rng(23);
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  for (int t = 0; t < 200; ++t) {
+    Buf bad = good;
+    if (t % 5 == 0) {
+      bad.resize(16 + rng() % (good.size() - 16));
+    } else {
+      // past blosc's 16-byte header and block offsets: damage the LZ4 streams themselves
+      for (int f = 0; f < 1 + t % 4; ++f) bad[64 + rng() % (bad.size() - 64)] = static_cast<std::uint8_t>(rng());
+    }
+    enc.push_back(bad);
+    sizes.push_back(src.size());
+  }
+  enc.push_back(good);
+  sizes.push_back(src.size());
+  Batch b(enc, sizes, 3);
+  b.decode(cuda::BatchCodec::kBlosc);
+  const auto st = b.statuses();
+  int ok = 0;
+  for (std::size_t i = 0; i < enc.size(); ++i) {
+    Buf host(sizes[i]), stage(sizes[i]);
+    const DecodeStatus want = logic::blosc_decode_serial(enc[i].data(), enc[i].size(), host.data(), sizes[i], stage.data());
+    ASSERT_EQ(st[i] == DecodeStatus::kOk, want == DecodeStatus::kOk) << "buffer " << i;
+    if (want == DecodeStatus::kOk) {
+      ASSERT_TRUE(b.output(i) == host) << "buffer " << i;
+      ++ok;
+    }
+  }
+  EXPECT_EQ(st.back(), DecodeStatus::kOk);
+  EXPECT_TRUE(b.output(enc.size() - 1) == src);
+  EXPECT_GT(ok, 1);  // some mutations only change literal bytes: those must decode the same way
 }
 
 TEST(GpuBatch, FallbackDecodesWhatTheGpuLeaves) {
