@@ -360,18 +360,22 @@ struct BackwardWordWindow {
 // instruction of the loop waiting for those loads: the compiler waits for a loop's register
 // loads before its next iteration, wherever their values are used, and with 16 streams per
 // warp some lane starts a new 32-byte sector, from L2, nearly every sequence. A copy into
-// shared memory (cp.async) has no register to wait for: step_end() starts the copies of words
-// j - 4 and j - 5 into the ring, then waits only for the copies started a sequence earlier,
-// which hold words j - 2 and j - 3 (the window moves at most two words a sequence), and reads
-// those two into `n1`, `n2` (copies two sequences ahead, tried on the H100, were no faster).
-// advance() reads nothing else. On the host the copies are plain
-// loads. `ring` is kRingWords words of the caller's (one ring per stream). The caller keeps
-// abit >= 5 * 64 + 1 + the bits of a sequence before each one, so that every word loaded lies
-// inside [a, end of the stream); at most 63 bits between advances, two advances a sequence.
+// shared memory (cp.async) has no register to wait for: step_end() starts the copies of the
+// words that have come within five words of the window (j - 4 and j - 5 at most; each word is
+// copied once, so a step copies as many words as the window moved down in it: 0-2, ~0.6 on
+// average for ERA5-like sequences), then waits only for the copies started a step earlier,
+// which hold words j - 2 and j - 3 (the window moves at most two words a step), and reads
+// those two into `n1`, `n2` (copies two steps ahead, tried on the H100, were no faster).
+// advance() reads nothing else. On the host the copies are plain loads. `ring` is kRingWords
+// words of the caller's (one ring per stream). The caller keeps abit >= 5 * 64 + 1 + the bits
+// of a step before each one, so that every word loaded lies inside [a, end of the stream); at
+// most 63 bits between advances, two advances a step. Used by the sequence pass (a step is a
+// sequence) and by the Huffman streams of pass 2a (a step is four symbols, one advance).
 struct BackwardWordQueue : BackwardWordWindow {
   static constexpr u32 kRingWords = 8;  // words j - 2 .. j - 5, and two copies in flight
   u64* ring;
   u32 crossed;  // words the window moved down since the last step_end (0-2)
+  u32 lowest;   // the lowest word copied (or loaded) into the ring so far
 
   CS_HD void copy_to_ring(u32 k) {
 #if CS_DEVICE_PASS
@@ -405,6 +409,7 @@ struct BackwardWordQueue : BackwardWordWindow {
     ring = ring_words;
     for (u32 k = 2; k <= 5; ++k) ring[(j - k) & (kRingWords - 1)] = word(j - k);
     crossed = 0;
+    lowest = j - 5;
     return abit;
   }
   // Moves the window to abit (at most 63 bits below the last position): down by one word or
@@ -418,12 +423,16 @@ struct BackwardWordQueue : BackwardWordWindow {
     crossed += down ? 1u : 0u;
     j = jn;
   }
-  // After a sequence: starts the copies of words j - 4 and j - 5 (each word is copied while it
-  // is 4 or 5 below the window, so at least one sequence before it is 2 or 3 below), waits for
-  // the earlier ones, and reads words j - 2 and j - 3.
+  // After a step: starts the copies of the words down to j - 5 not copied yet (as many as the
+  // window moved down in the step, at most two: each word is copied when it comes 4 or 5 below
+  // the window, so at least one step before it is 2 or 3 below), waits for the earlier ones,
+  // and reads words j - 2 and j - 3. A step that copies nothing commits an empty group, so
+  // that "all groups but the latest" keeps meaning "every copy of the steps before".
   CS_HD void step_end() {
-    copy_to_ring(j - 4);
-    copy_to_ring(j - 5);
+    const u32 want = j - 5;
+    if (want < lowest) copy_to_ring(lowest - 1);
+    if (want + 1 < lowest) copy_to_ring(lowest - 2);
+    lowest = want;
     commit();
     wait_all_but_latest();
     n1 = from_ring(j - 2);
