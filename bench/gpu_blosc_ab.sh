@@ -5,6 +5,9 @@
 #
 #     OUT=/some/empty/dir BASE=/path/to/previous/tree bash bench/gpu_blosc_ab.sh
 #
+# More trees to bench beside it: EXTRA="name=/path/to/tree ..." (each built like BASE, in
+# build-NAME/, benched after BASE, written to bench_NAME.md).
+#
 # 1. builds both (in parallel: build-base/ in $BASE, build-gpu/ here);
 # 2. this tree's GPU decoder tests and the shared logic's host tests, then the GPU suites
 #    under compute-sanitizer memcheck;
@@ -22,15 +25,23 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/session.log") 2>&1
 log() { printf '[gpu_blosc_ab %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 log "env"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; nproc
-cp bench/gpu_decode_bench.cpp "$BASE/bench/gpu_decode_bench.cpp"
-conf() { cmake -S "$1" -B "$1/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF; }
-log "build (both trees)"
-( conf "$BASE" build-base && ninja -C "$BASE/build-base" -j12 gpu_decode_bench ) >"$OUT/build.log" 2>&1 &
+EXTRA=${EXTRA:-}
+for t in "$BASE" $(for e in $EXTRA; do echo "${e#*=}"; done); do cp bench/gpu_decode_bench.cpp "$t/bench/gpu_decode_bench.cpp"; done
+conf() { cmake -S "$1" -B "$1/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF -DCUBESTREAM_BUILD_TESTS=OFF; }
+log "build (all trees)"
+( conf "$BASE" build-base && ninja -C "$BASE/build-base" -j8 gpu_decode_bench ) >"$OUT/build.log" 2>&1 &
 pb=$!
-( conf "$HERE" build-gpu && ninja -C "$HERE/build-gpu" -j12 cubestream_tests gpu_decode_bench ) >"$OUT/build_new.log" 2>&1
+pe=()
+for e in $EXTRA; do
+  ( conf "${e#*=}" "build-${e%%=*}" && ninja -C "${e#*=}/build-${e%%=*}" -j8 gpu_decode_bench ) >"$OUT/build_${e%%=*}.log" 2>&1 &
+  pe+=($!)
+done
+( cmake -S "$HERE" -B "$HERE/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF &&
+  ninja -C "$HERE/build-gpu" -j12 cubestream_tests gpu_decode_bench ) >"$OUT/build_new.log" 2>&1
 rn=$?; wait $pb; rb=$?
-cat "$OUT/build_new.log" >>"$OUT/build.log"; rm -f "$OUT/build_new.log"
-log "build rc: base=$rb new=$rn"; [ $rb -eq 0 ] && [ $rn -eq 0 ] || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
+for p in "${pe[@]}"; do wait "$p" || rb=1; done
+cat "$OUT"/build_*.log >>"$OUT/build.log"; rm -f "$OUT"/build_*.log
+log "build rc: base(+extra)=$rb new=$rn"; [ $rb -eq 0 ] && [ $rn -eq 0 ] || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
 grep -E "registers|smem" "$OUT/build.log" | head -4
 log "gtest (GPU decoder suites + shared logic)"
 timeout 240 build-gpu/tests/cubestream_tests --gtest_filter='GpuBatch*:Lz4*:Blosc*' >"$OUT/gtest.log" 2>&1
@@ -39,14 +50,21 @@ log "memcheck (GPU batch suites)"
 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/cubestream_tests \
   --gtest_filter='GpuBatch*' >"$OUT/memcheck.log" 2>&1
 log "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | head -5
-for side in base new; do
-  bin=$([ $side = base ] && echo "$BASE/build-base/gpu_decode_bench" || echo build-gpu/gpu_decode_bench)
+bench_bin() {  # bench_bin SIDE: base, new or an EXTRA name
+  case $1 in
+    base) echo "$BASE/build-base/gpu_decode_bench" ;;
+    new) echo build-gpu/gpu_decode_bench ;;
+    *) for e in $EXTRA; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}/build-$1/gpu_decode_bench"; done ;;
+  esac
+}
+for side in base $(for e in $EXTRA; do echo "${e%%=*}"; done) new; do
+  bin=$(bench_bin $side)
   log "bench $side"
   CS_BENCH_REPEAT=${REPEAT:-7} timeout 200 "$bin" >"$OUT/bench_$side.md" 2>&1; log "rc=$?"; cat "$OUT/bench_$side.md"
 done
 if [ "${NCU:-1}" = 1 ]; then
   for side in ${NCU_SIDES:-base new}; do
-    bin=$([ $side = base ] && echo "$BASE/build-base/gpu_decode_bench" || echo build-gpu/gpu_decode_bench)
+    bin=$(bench_bin $side)
     log "ncu $side"
     CS_BENCH_REPEAT=5 CS_BENCH_CASE="synth_721x1440 x256 / blosc-lz4+shuffle (writer)" timeout 150 \
       ncu -k regex:'blosc_unit_kernel|blosc_unshuffle_kernel' --launch-count 2 \

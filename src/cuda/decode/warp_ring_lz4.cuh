@@ -167,21 +167,11 @@ struct WarpRingLz4 {
     const bool small = in_size < (std::size_t{1} << 31) && size < (std::size_t{1} << 31);
     const unsigned om = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(dst));
     for (;;) {
-      // Fast path (ncu, H100: the first version issued ~270 warp-instructions per sequence,
+      // Fast paths (ncu, H100: the first version issued ~270 warp-instructions per sequence,
       // with 64-bit positions, a bounds-checked staged read per byte and copy loops for every
-      // length; the unit kernel was issue-bound at ~2.7 IPC). A sequence is decoded here, with
-      // 32-bit arithmetic and 32 lanes per copy, when
-      //  - its token, length bytes, literals and offset lie in the staging window (so it is not
-      //    the block's last sequence, whose literals end the input);
-      //  - each length has at most one extension byte, below 255 (<= 269 literals, <= 273
-      //    match bytes: 99 % of the extended ones on blosc's float fields);
-      //  - it passes every check of lz4_read_sequence (offset 1..op, lengths within the output);
-      //  - its match source is in the ring (offset + length <= kRingBytes: none of the source
-      //    slots has been reused) or already in global memory (it ends at or before `flushed`).
-      // Version 2's fast path took only offsets <= kRingPiece and no length bytes: 70 % of the
-      // synth fields' sequences, 21 % of the same fields written with lz4hc (which finds far
-      // matches); this one takes 99 % of both (host walk, docs/gpu_decoders.md, version 4).
-      // Any other sequence (also any that would fail a check) goes to the general path, which
+      // length; the unit kernel was issue-bound at ~2.7 IPC). Each decodes a sequence that
+      // passes every check of lz4_read_sequence with 32-bit arithmetic and 32 lanes per copy;
+      // any other sequence (also any that would fail a check) goes to the general path, which
       // parses it again from the same position and so returns exactly the host's status.
       if (small) {
         const std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
@@ -189,8 +179,43 @@ struct WarpRingLz4 {
           const unsigned r0 = static_cast<unsigned>(rel);
           const unsigned wlen = static_cast<unsigned>(rd.len);
           const unsigned token = window[r0];
-          unsigned lit = token >> 4;
-          const unsigned m = token & 15u;
+          const unsigned lit0 = token >> 4, m = token & 15u;
+          const unsigned op32 = static_cast<unsigned>(op);
+          // Short path (version 2): no length bytes (<= 14 literals, <= 18 match bytes), token,
+          // literals and offset in the window, not the block's last sequence, offset at most
+          // half the ring: one predicated byte per lane for each copy. 85 % of the era5-like
+          // fields' sequences, 70 % of the synth fields' in the writer's layout.
+          if (lit0 < 15 && m < 15 && r0 + lit0 + 3 <= wlen) {
+            const unsigned oi = r0 + 1 + lit0;
+            const unsigned off = static_cast<unsigned>(window[oi]) | (static_cast<unsigned>(window[oi + 1]) << 8);
+            const unsigned mlen = m + 4;
+            const unsigned mp = op32 + lit0;
+            if (off != 0 && off <= mp && off <= kRingPiece - 32 && lit0 + mlen <= static_cast<unsigned>(size) - op32) {
+              if (op32 - static_cast<unsigned>(flushed) + lit0 + mlen > kRingBytes) flush(false);
+              if (lane < lit0) ring[(om + op32 + lane) & (kRingBytes - 1)] = window[r0 + 1 + lane];
+              __syncwarp();  // the match may read these literals
+              if (lane < mlen) {
+                // off < mlen <= 18: byte k repeats source byte k mod off, all written before
+                const unsigned r = off >= mlen ? lane : lane % off;
+                ring[(om + mp + lane) & (kRingBytes - 1)] = ring[(om + mp - off + r) & (kRingBytes - 1)];
+              }
+              // No sync here: the writes that no __syncwarp precedes are the next sequence's
+              // literals, below mp + mlen + kRingPiece (a general-path piece; a flush syncs
+              // first), and they reuse the slot of a byte read here only if off + mlen >
+              // kRingPiece, which off <= kRingPiece - 32 excludes.
+              op = mp + mlen;
+              ip += lit0 + 3;
+              continue;
+            }
+          }
+          // Long path (version 4): also one length-extension byte each, below 255 (<= 269
+          // literals, <= 273 match bytes: 99 % of the extended ones on blosc's float fields),
+          // sources still in the ring (offset + length <= kRingBytes: none of their slots has
+          // been reused) and far sources that an earlier flush already stored. With the short
+          // path it takes 91 % of the synth fields' sequences (was 70 %), 84 % of the same
+          // fields written with lz4hc (was 21 %: lz4hc finds far matches) and 95 % of the
+          // era5-like ones (was 85 %) (host walk, docs/gpu_decoders.md, version 4).
+          unsigned lit = lit0;
           unsigned li = r0 + 1;  // window index of the literals
           bool one_byte = true;  // each extension is a single byte below 255
           if (lit == 15) {
@@ -210,7 +235,6 @@ struct WarpRingLz4 {
               mlen += e;
               ++next;
             }
-            const unsigned op32 = static_cast<unsigned>(op);
             const unsigned mp = op32 + lit;  // the match's output position
             const unsigned fl32 = static_cast<unsigned>(flushed);
             const bool in_ring = off + mlen <= kRingBytes;
@@ -232,10 +256,7 @@ struct WarpRingLz4 {
                   r += step;
                   if (r >= off) r -= off;
                 }
-                // The next writes that no __syncwarp precedes are the next sequence's literals,
-                // at positions below mp + mlen + kRingPiece (a general-path piece; a flush
-                // syncs first). They reuse the slot of a byte read here only if off + mlen >
-                // kRingPiece: then the lanes meet first.
+                // the slot-reuse bound of the short path, which this match may exceed
                 if (off + mlen > kRingPiece) __syncwarp();
               } else {
                 // off > kRingBytes - mlen > mlen: no overlap; the source was stored by an
