@@ -106,7 +106,7 @@ memcheck() {
   return $rc
 }
 racecheck() {
-  compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 3 \
+  compute-sanitizer --tool racecheck --error-exitcode 3 \
     "$BUILD"/tests/cubestream_tests --gtest_filter='ZstdBatch.MixedBatchMatchesLibzstdAndHostStatuses' >"$OUT/racecheck.log" 2>&1
   local rc=$?
   grep -E 'RACECHECK SUMMARY|Race reported|PASSED|FAILED' "$OUT/racecheck.log" | sed -E 's/\(const void.*\)\+/+/' | sort | uniq -c | head -20
