@@ -100,22 +100,18 @@ Bytes blosc_lz4_shuffle(const Bytes& src) {
 }
 
 // The writer's encoding: the registry's blosc codec with the configuration `cubestream synth`
-// writes (the Zarr writer adds typesize from the array's dtype).
-Bytes blosc_writer(const Bytes& src) {
-  static const auto codec = std::dynamic_pointer_cast<const cubestream::codec::BytesToBytesCodec>(
-      cubestream::codec::make_codec("blosc", nlohmann::json{{"id", "blosc"}, {"cname", "lz4"}, {"clevel", 5},
-                                                            {"shuffle", 1}, {"typesize", 4}, {"blocksize", 0}}));
-  const auto e = codec->encode(cubestream::ByteView(src.data(), src.size()));
-  return Bytes(e.begin(), e.end());
-}
-
-// The same writer with `--codec blosc-lz4hc:9` (LZ4_compress_HC level 9, same block layout):
-// fewer, longer and farther LZ4 sequences (docs/gpu_decoders.md, "Encodings of the synth fields").
-Bytes blosc_writer_hc(const Bytes& src) {
-  static const auto codec = std::dynamic_pointer_cast<const cubestream::codec::BytesToBytesCodec>(
-      cubestream::codec::make_codec("blosc", nlohmann::json{{"id", "blosc"}, {"cname", "lz4hc"}, {"clevel", 9},
-                                                            {"shuffle", 1}, {"typesize", 4}, {"blocksize", 0}}));
-  const auto e = codec->encode(cubestream::ByteView(src.data(), src.size()));
+// writes (the Zarr writer adds typesize from the array's dtype): lz4 at clevel 5 by default,
+// or lz4hc at clevel 9 (`--codec blosc-lz4hc:9`: LZ4_compress_HC, the same block layout, fewer,
+// longer and farther LZ4 sequences; docs/gpu_decoders.md, "Encodings of the synth fields").
+Bytes blosc_writer(const Bytes& src, bool hc = false) {
+  auto make = [](const char* cname, int clevel) {
+    return std::dynamic_pointer_cast<const cubestream::codec::BytesToBytesCodec>(cubestream::codec::make_codec(
+        "blosc", nlohmann::json{{"id", "blosc"}, {"cname", cname}, {"clevel", clevel}, {"shuffle", 1},
+                                {"typesize", 4}, {"blocksize", 0}}));
+  };
+  static const auto lz4 = make("lz4", 5);
+  static const auto lz4hc = make("lz4hc", 9);
+  const auto e = (hc ? lz4hc : lz4)->encode(cubestream::ByteView(src.data(), src.size()));
   return Bytes(e.begin(), e.end());
 }
 
@@ -315,7 +311,7 @@ int main() {
         lz4[i] = numcodecs_lz4(raw[i]);
         blosc[i] = blosc_lz4_shuffle(raw[i]);
         writer[i] = blosc_writer(raw[i]);
-        if (batch.synth) writer_hc[i] = blosc_writer_hc(raw[i]);
+        if (batch.synth) writer_hc[i] = blosc_writer(raw[i], true);
       });
       const struct {
         const char* name;
