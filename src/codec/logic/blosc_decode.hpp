@@ -101,6 +101,18 @@ CS_HD inline DecodeStatus blosc_plan(const std::uint8_t* p, std::size_t size, st
   return DecodeStatus::kOk;
 }
 
+// Decoded bytes of a planned buffer's largest unit: a stream of a full block or the leftover
+// block, or a copy piece of a memcpyed buffer. The GPU queue orders buffers by it.
+CS_HD inline std::uint64_t blosc_largest_unit_bytes(const BloscPlan& plan) {
+  const BloscHeader& h = plan.h;
+  if (h.memcpyed()) return h.nbytes < kBloscCopyUnitBytes ? h.nbytes : kBloscCopyUnitBytes;
+  if (h.blocksize == 0) return 0;
+  // a split full block's streams can be shorter than the leftover block (one stream)
+  const std::uint64_t stream = h.nbytes >= h.blocksize ? h.blocksize / plan.nsplits : 0;
+  const std::uint64_t leftover = h.nbytes % h.blocksize;
+  return stream > leftover ? stream : leftover;
+}
+
 // Where unit u of a planned (non-memcpyed) buffer lies: block j, stream k of `streams`, and
 // the decoded size of each of that block's streams.
 struct BloscUnit {

@@ -26,6 +26,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/largest_first.cuh"
 #include "cuda/device_info.hpp"
 #include "cuda/decode/nvtx_range.hpp"
 #include "cuda/decode/warp_copy.cuh"
@@ -91,14 +92,24 @@ __device__ DecodeStatus load_status(const DecodeStatus* status) {
 // output (codec/logic/lz4_ring.hpp says why the copies stay inside the block; warp_copy.cuh,
 // WarpRing64Copier, the barrier protocol). ~71 KiB of dynamic shared memory per block (ring,
 // input window, two batch buffers), so 3 buffers decode at once per SM. Buffers are taken from
-// a queue (`counter`, zeroed before the launch), so blocks that drew small chunks take more.
+// a queue (`counter`, zeroed before the launch) in the order lz4_order_kernel wrote (largest
+// first, so that the batch does not end on a few large buffers), and blocks that drew small
+// chunks take more.
 constexpr std::size_t kLz4RingWindow = 4096;
 constexpr std::size_t kLz4RingSmem = logic::kLz4RingBytes + kLz4RingWindow +
                                      2 * logic::kLz4BatchMax * sizeof(logic::Lz4BatchSeq) +
                                      2 * sizeof(logic::Lz4BatchHead);
 static_assert(kLz4RingWindow >= detail::kWindowBytes && kLz4RingWindow >= logic::kLz4FastSpan + 16);
 
-__global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBatch b, unsigned long long* counter) {
+// The LZ4 buffers' queue order: largest decoded size first (a buffer's sequences, its cost,
+// grow with it). One block of 1024 threads.
+__global__ void __launch_bounds__(1024) lz4_order_kernel(DeviceBatch b, std::uint32_t* order) {
+  __shared__ detail::LargestFirstShared sh;
+  detail::order_largest_first(b.num_buffers, [&](std::size_t i) { return b.dst_bytes[i]; }, order, sh);
+}
+
+__global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBatch b, unsigned long long* counter,
+                                                                       const std::uint32_t* order) {
   extern __shared__ uint4 lz4_smem[];
   __shared__ unsigned long long item;
   auto* ring = reinterpret_cast<std::uint8_t*>(lz4_smem);
@@ -109,8 +120,8 @@ __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBat
   for (;;) {
     if (threadIdx.x == 0) item = atomicAdd(counter, 1ull);
     __syncthreads();
-    const unsigned long long i = item;
-    if (i >= b.num_buffers) break;
+    if (item >= b.num_buffers) break;
+    const std::size_t i = order[item];
     detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, kLz4RingWindow, warp};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (threadIdx.x == 0) b.status[i] = st;
@@ -122,10 +133,12 @@ __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBat
 // The same buffers on a device whose blocks cannot opt in to the ring's shared memory (sm_75:
 // 64 KiB): one warp per buffer, taken from the same queue, copying straight into the output
 // through a 2 KiB window per warp (WarpCopier; the version before the ring kernel).
-__global__ void __launch_bounds__(kThreads) lz4_warp_kernel(DeviceBatch b, unsigned long long* counter) {
+__global__ void __launch_bounds__(kThreads) lz4_warp_kernel(DeviceBatch b, unsigned long long* counter,
+                                                          const std::uint32_t* order) {
   __shared__ alignas(16) std::uint8_t windows[kWarpsPerBlock][detail::kWindowBytes];
   const unsigned lane = threadIdx.x & 31u;
-  for (unsigned long long i = next_item(counter, lane); i < b.num_buffers; i = next_item(counter, lane)) {
+  for (unsigned long long w = next_item(counter, lane); w < b.num_buffers; w = next_item(counter, lane)) {
+    const std::size_t i = order[w];
     detail::WarpCopier copy{lane, windows[threadIdx.x / 32]};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (lane == 0) b.status[i] = st;
@@ -150,7 +163,9 @@ unsigned lz4_ring_blocks() {
 struct BloscScratch {
   unsigned long long* next_unit;  // the unit queue's counter, zeroed before the unit kernel
   logic::BloscPlan* plans;
-  unsigned long long* unit_off;   // N + 1
+  unsigned long long* unit_count; // N: units of buffer i (0 for a failed buffer)
+  std::uint32_t* order;           // N: the queue's buffer order, largest units first
+  unsigned long long* unit_off;   // N + 1, in queue order: the units before buffer order[k]
   unsigned long long* block_off;  // N + 1
   unsigned long long* stage_off;  // N + 1
   std::uint8_t* stage;
@@ -158,14 +173,16 @@ struct BloscScratch {
 };
 
 struct BloscLayout {
-  std::size_t counter, plans, unit_off, block_off, stage_off, stage, total;
+  std::size_t counter, plans, unit_count, order, unit_off, block_off, stage_off, stage, total;
 };
 
 BloscLayout blosc_scratch_layout(std::size_t n, std::size_t total_decoded) {
   BloscLayout l{};
   l.counter = 0;
   l.plans = align_up(sizeof(unsigned long long));
-  l.unit_off = l.plans + align_up(n * sizeof(logic::BloscPlan));
+  l.unit_count = l.plans + align_up(n * sizeof(logic::BloscPlan));
+  l.order = l.unit_count + align_up(n * sizeof(unsigned long long));
+  l.unit_off = l.order + align_up(n * sizeof(std::uint32_t));
   l.block_off = l.unit_off + align_up((n + 1) * sizeof(unsigned long long));
   l.stage_off = l.block_off + align_up((n + 1) * sizeof(unsigned long long));
   l.stage = l.stage_off + align_up((n + 1) * sizeof(unsigned long long));
@@ -181,18 +198,25 @@ __global__ void blosc_plan_kernel(DeviceBatch b, BloscScratch s) {
     const bool ok = st == DecodeStatus::kOk;
     s.plans[i] = plan;
     b.status[i] = st;
-    s.unit_off[i] = ok ? plan.units : 0;
+    s.unit_count[i] = ok ? plan.units : 0;
     s.block_off[i] = ok && plan.staged ? plan.nblocks : 0;
     s.stage_off[i] = ok && plan.staged ? plan.h.nbytes : 0;
   }
 }
 
-// Exclusive prefix sums of the three count arrays (entry N receives the total), in one thread
-// block: each thread sums a contiguous run, the run totals are scanned in shared memory, and
-// each thread rewrites its run. N is the number of buffers of a batch (thousands), so one
-// block suffices.
+// In one thread block: the units' queue order (buffers whose largest unit is largest first;
+// largest_first.hpp says why), then exclusive prefix sums of the three count arrays (entry N
+// receives the total; the unit counts taken in queue order): each thread sums a contiguous run,
+// the run totals are scanned in shared memory, and each thread rewrites its run. N is the
+// number of buffers of a batch (thousands), so one block suffices.
 __global__ void __launch_bounds__(1024) blosc_scan_kernel(BloscScratch s, std::size_t n) {
   __shared__ unsigned long long totals[3][1024];
+  __shared__ detail::LargestFirstShared sh;
+  detail::order_largest_first(
+      n, [&](std::size_t i) { return s.unit_count[i] ? logic::blosc_largest_unit_bytes(s.plans[i]) : 0; }, s.order,
+      sh);
+  for (std::size_t k = threadIdx.x; k < n; k += blockDim.x) s.unit_off[k] = s.unit_count[s.order[k]];
+  __syncthreads();
   unsigned long long* arrays[3] = {s.unit_off, s.block_off, s.stage_off};
   const std::size_t per = (n + blockDim.x - 1) / blockDim.x;
   const std::size_t begin = smin(n, threadIdx.x * per), end = smin(n, begin + per);
@@ -245,7 +269,8 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
   const unsigned long long total = s.unit_off[n];
   // units from a queue: their cost varies (raw streams, short leftover blocks, BloscLZ)
   for (unsigned long long w = next_item(s.next_unit, lane); w < total; w = next_item(s.next_unit, lane)) {
-    const std::size_t i = owner(s.unit_off, n, w);
+    const std::size_t k = owner(s.unit_off, n, w);  // queue position of the unit's buffer
+    const std::size_t i = s.order[k];
     // one read, broadcast: another warp may fail this buffer meanwhile, and the lanes must
     // agree on skipping it (the copies __syncwarp with all 32 lanes)
     const unsigned st0 = lane == 0 ? static_cast<unsigned>(load_status(&b.status[i])) : 0u;
@@ -263,7 +288,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
     }
     WarpRingCopier copy{{lane, windows[threadIdx.x / 32]}, rings[threadIdx.x / 32]};
     const DecodeStatus st =
-        logic::blosc_decode_unit(b.src[i], plan, w - s.unit_off[i], b.dst[i], stage, copy, lane == 0);
+        logic::blosc_decode_unit(b.src[i], plan, w - s.unit_off[k], b.dst[i], stage, copy, lane == 0);
     if (st != DecodeStatus::kOk && lane == 0) fail(&b.status[i], st);
   }
 }
@@ -351,7 +376,7 @@ void check_scratch(const char* what, std::size_t need, std::size_t have) {
 
 std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes) {
   switch (codec) {
-    case BatchCodec::kLz4: return kAlign;  // the buffer queue's counter
+    case BatchCodec::kLz4: return kAlign + align_up(num_buffers * sizeof(std::uint32_t));  // counter, order
     case BatchCodec::kBlosc: return blosc_scratch_layout(num_buffers, total_decoded_bytes).total;
     case BatchCodec::kZstd: return detail::zstd_dispatch_scratch_bytes(num_buffers, total_decoded_bytes);
   }
@@ -362,22 +387,28 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
                   StreamHandle stream_handle) {
   const cudaStream_t stream = stream_handle;
   if (batch.num_buffers == 0) return;
+  // the queue orders hold 32-bit buffer indices
+  if (batch.num_buffers > UINT32_MAX)
+    throw Error(ErrorCode::kInvalidArgument, "batch_decode: more than 2^32 - 1 buffers in one batch");
   const detail::NvtxRange range(codec == BatchCodec::kLz4     ? "cubestream::batch_decode(lz4)"
                                 : codec == BatchCodec::kBlosc ? "cubestream::batch_decode(blosc)"
                                                               : "cubestream::batch_decode(zstd)");
   switch (codec) {
     case BatchCodec::kLz4: {
-      check_scratch("lz4", sizeof(unsigned long long), scratch_bytes);
+      check_scratch("lz4", batch_decode_scratch_bytes(codec, batch.num_buffers, 0), scratch_bytes);
       auto* counter = static_cast<unsigned long long*>(scratch);
+      auto* order = reinterpret_cast<std::uint32_t*>(static_cast<std::uint8_t*>(scratch) + kAlign);
       CS_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof *counter, stream));
+      lz4_order_kernel<<<1, 1024, 0, stream>>>(batch, order);
+      CS_CUDA_CHECK(cudaGetLastError());
       if (optin_shared_memory_per_block() < kLz4RingSmem) {
-        lz4_warp_kernel<<<persistent_blocks(lz4_warp_kernel), kThreads, 0, stream>>>(batch, counter);
+        lz4_warp_kernel<<<persistent_blocks(lz4_warp_kernel), kThreads, 0, stream>>>(batch, counter, order);
         CS_CUDA_CHECK(cudaGetLastError());
         return;
       }
       const unsigned blocks =
           static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
-      lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter);
+      lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter, order);
       CS_CUDA_CHECK(cudaGetLastError());
       return;
     }
@@ -390,6 +421,8 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       BloscScratch s{};
       s.next_unit = reinterpret_cast<unsigned long long*>(base + fixed.counter);
       s.plans = reinterpret_cast<logic::BloscPlan*>(base + fixed.plans);
+      s.unit_count = reinterpret_cast<unsigned long long*>(base + fixed.unit_count);
+      s.order = reinterpret_cast<std::uint32_t*>(base + fixed.order);
       s.unit_off = reinterpret_cast<unsigned long long*>(base + fixed.unit_off);
       s.block_off = reinterpret_cast<unsigned long long*>(base + fixed.block_off);
       s.stage_off = reinterpret_cast<unsigned long long*>(base + fixed.stage_off);

@@ -2,6 +2,7 @@
 // per-block unshuffle) run serially on the host: against libblosc at every level, shuffle
 // mode, split mode and typesize for the inner compressors the GPU decodes (lz4, lz4hc,
 // blosclz), against the CPU codec on damaged buffers, and its unit bookkeeping.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -61,6 +62,7 @@ TEST(BloscGpuLogic, HandWrittenRawContainers) {
   logic::BloscPlan plan;
   ASSERT_EQ(logic::blosc_plan(mc.data(), mc.size(), data.size(), &plan), DecodeStatus::kOk);
   EXPECT_EQ(plan.units, 4u);
+  EXPECT_EQ(logic::blosc_largest_unit_bytes(plan), logic::kBloscCopyUnitBytes);
 
   // two full split blocks of 256 bytes (typesize 2: 2 raw streams of 128) + a leftover of 40,
   // byte-shuffled per block
@@ -143,6 +145,11 @@ TEST(BloscGpuLogic, UnitsAndItemsInAnyOrder) {
         const Buf enc = blosc_test_encode(src, o);
         logic::BloscPlan plan;
         ASSERT_EQ(logic::blosc_plan(enc.data(), enc.size(), n, &plan), DecodeStatus::kOk);
+        // the GPU queue's sort key is the largest unit's size
+        std::uint64_t largest = 0;
+        for (std::uint64_t u = 0; u < plan.units; ++u)
+          largest = std::max<std::uint64_t>(largest, logic::blosc_unit_at(plan, u).stream_bytes);
+        ASSERT_EQ(logic::blosc_largest_unit_bytes(plan), largest) << "shuffle " << shuffle << " typesize " << ts;
         Buf out(n, 0), stage(n, 0);
         logic::BloscSerialCopier copy;
         for (std::uint64_t u = plan.units; u-- > 0;)
