@@ -165,7 +165,8 @@ struct BloscScratch {
   logic::BloscPlan* plans;
   unsigned long long* unit_count; // N: units of buffer i (0 for a failed buffer)
   std::uint32_t* order;           // N: the queue's buffer order, largest units first
-  unsigned long long* unit_off;   // N + 1, in queue order: the units before buffer order[k]
+  unsigned long long* unit_off;   // N + 1, in queue order: the other units before buffer order[k]
+  unsigned long long* lead_off;   // N + 1, in queue order: the leading units before buffer order[k]
   unsigned long long* block_off;  // N + 1
   unsigned long long* stage_off;  // N + 1
   std::uint8_t* stage;
@@ -173,7 +174,7 @@ struct BloscScratch {
 };
 
 struct BloscLayout {
-  std::size_t counter, plans, unit_count, order, unit_off, block_off, stage_off, stage, total;
+  std::size_t counter, plans, unit_count, order, unit_off, lead_off, block_off, stage_off, stage, total;
 };
 
 BloscLayout blosc_scratch_layout(std::size_t n, std::size_t total_decoded) {
@@ -183,7 +184,8 @@ BloscLayout blosc_scratch_layout(std::size_t n, std::size_t total_decoded) {
   l.unit_count = l.plans + align_up(n * sizeof(logic::BloscPlan));
   l.order = l.unit_count + align_up(n * sizeof(unsigned long long));
   l.unit_off = l.order + align_up(n * sizeof(std::uint32_t));
-  l.block_off = l.unit_off + align_up((n + 1) * sizeof(unsigned long long));
+  l.lead_off = l.unit_off + align_up((n + 1) * sizeof(unsigned long long));
+  l.block_off = l.lead_off + align_up((n + 1) * sizeof(unsigned long long));
   l.stage_off = l.block_off + align_up((n + 1) * sizeof(unsigned long long));
   l.stage = l.stage_off + align_up((n + 1) * sizeof(unsigned long long));
   l.total = l.stage + align_up(total_decoded);
@@ -204,23 +206,34 @@ __global__ void blosc_plan_kernel(DeviceBatch b, BloscScratch s) {
   }
 }
 
-// In one thread block: the units' queue order (buffers whose largest unit is largest first;
-// largest_first.hpp says why), then exclusive prefix sums of the three count arrays (entry N
-// receives the total; the unit counts taken in queue order): each thread sums a contiguous run,
-// the run totals are scanned in shared memory, and each thread rewrites its run. N is the
-// number of buffers of a batch (thousands), so one block suffices.
+// The units' queue, largest first (largest_first.hpp says why), in two parts: first the
+// leftover units that are longer than their buffer's other units (blosc_leftover_leads), then
+// all other units, buffer after buffer; in both parts the buffers go in `order`, whose largest
+// unit is largest first.
+//
+// In one thread block: the order, then exclusive prefix sums of the four count arrays (entry
+// N receives the total; the unit counts taken in queue order): each thread sums a contiguous
+// run, the run totals are scanned in shared memory, and each thread rewrites its run. N is
+// the number of buffers of a batch (thousands), so one block suffices.
+constexpr int kScanArrays = 4;
 __global__ void __launch_bounds__(1024) blosc_scan_kernel(BloscScratch s, std::size_t n) {
-  __shared__ unsigned long long totals[3][1024];
+  __shared__ unsigned long long totals[kScanArrays][1024];
   __shared__ detail::LargestFirstShared sh;
   detail::order_largest_first(
       n, [&](std::size_t i) { return s.unit_count[i] ? logic::blosc_largest_unit_bytes(s.plans[i]) : 0; }, s.order,
       sh);
-  for (std::size_t k = threadIdx.x; k < n; k += blockDim.x) s.unit_off[k] = s.unit_count[s.order[k]];
+  for (std::size_t k = threadIdx.x; k < n; k += blockDim.x) {
+    const std::size_t i = s.order[k];
+    const unsigned long long units = s.unit_count[i];
+    const unsigned long long lead = units != 0 && logic::blosc_leftover_leads(s.plans[i]) ? 1 : 0;
+    s.lead_off[k] = lead;
+    s.unit_off[k] = units - lead;
+  }
   __syncthreads();
-  unsigned long long* arrays[3] = {s.unit_off, s.block_off, s.stage_off};
+  unsigned long long* arrays[kScanArrays] = {s.unit_off, s.lead_off, s.block_off, s.stage_off};
   const std::size_t per = (n + blockDim.x - 1) / blockDim.x;
   const std::size_t begin = smin(n, threadIdx.x * per), end = smin(n, begin + per);
-  for (int a = 0; a < 3; ++a) {
+  for (int a = 0; a < kScanArrays; ++a) {
     unsigned long long sum = 0;
     for (std::size_t i = begin; i < end; ++i) sum += arrays[a][i];
     totals[a][threadIdx.x] = sum;
@@ -228,14 +241,14 @@ __global__ void __launch_bounds__(1024) blosc_scan_kernel(BloscScratch s, std::s
   __syncthreads();
   // Hillis-Steele inclusive scan of the run totals
   for (unsigned d = 1; d < blockDim.x; d *= 2) {
-    unsigned long long add[3] = {0, 0, 0};
+    unsigned long long add[kScanArrays] = {};
     if (threadIdx.x >= d)
-      for (int a = 0; a < 3; ++a) add[a] = totals[a][threadIdx.x - d];
+      for (int a = 0; a < kScanArrays; ++a) add[a] = totals[a][threadIdx.x - d];
     __syncthreads();
-    for (int a = 0; a < 3; ++a) totals[a][threadIdx.x] += add[a];
+    for (int a = 0; a < kScanArrays; ++a) totals[a][threadIdx.x] += add[a];
     __syncthreads();
   }
-  for (int a = 0; a < 3; ++a) {
+  for (int a = 0; a < kScanArrays; ++a) {
     unsigned long long run = threadIdx.x == 0 ? 0 : totals[a][threadIdx.x - 1];
     for (std::size_t i = begin; i < end; ++i) {
       const unsigned long long c = arrays[a][i];
@@ -266,10 +279,13 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
   __shared__ alignas(16) std::uint8_t rings[kWarpsPerBlock][detail::kRingBytes];
   const unsigned lane = threadIdx.x & 31u;
   const std::size_t n = b.num_buffers;
-  const unsigned long long total = s.unit_off[n];
-  // units from a queue: their cost varies (raw streams, short leftover blocks, BloscLZ)
+  const unsigned long long leads = s.lead_off[n], total = leads + s.unit_off[n];
+  // units from a queue (blosc_scan_kernel's order): their cost varies (long leftover blocks,
+  // raw streams, BloscLZ)
   for (unsigned long long w = next_item(s.next_unit, lane); w < total; w = next_item(s.next_unit, lane)) {
-    const std::size_t k = owner(s.unit_off, n, w);  // queue position of the unit's buffer
+    const bool lead = w < leads;
+    // the queue position of the unit's buffer
+    const std::size_t k = lead ? owner(s.lead_off, n, w) : owner(s.unit_off, n, w - leads);
     const std::size_t i = s.order[k];
     // one read, broadcast: another warp may fail this buffer meanwhile, and the lanes must
     // agree on skipping it (the copies __syncwarp with all 32 lanes)
@@ -287,8 +303,9 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
       stage = s.stage + s.stage_off[i];
     }
     WarpRingCopier copy{{lane, windows[threadIdx.x / 32]}, rings[threadIdx.x / 32]};
-    const DecodeStatus st =
-        logic::blosc_decode_unit(b.src[i], plan, w - s.unit_off[k], b.dst[i], stage, copy, lane == 0);
+    // a leading unit is its buffer's last (the leftover block); the others are 0, 1, ... in order
+    const unsigned long long u = lead ? plan.units - 1 : w - leads - s.unit_off[k];
+    const DecodeStatus st = logic::blosc_decode_unit(b.src[i], plan, u, b.dst[i], stage, copy, lane == 0);
     if (st != DecodeStatus::kOk && lane == 0) fail(&b.status[i], st);
   }
 }
@@ -424,6 +441,7 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       s.unit_count = reinterpret_cast<unsigned long long*>(base + fixed.unit_count);
       s.order = reinterpret_cast<std::uint32_t*>(base + fixed.order);
       s.unit_off = reinterpret_cast<unsigned long long*>(base + fixed.unit_off);
+      s.lead_off = reinterpret_cast<unsigned long long*>(base + fixed.lead_off);
       s.block_off = reinterpret_cast<unsigned long long*>(base + fixed.block_off);
       s.stage_off = reinterpret_cast<unsigned long long*>(base + fixed.stage_off);
       s.stage = base + fixed.stage;

@@ -150,6 +150,12 @@ TEST(BloscGpuLogic, UnitsAndItemsInAnyOrder) {
         for (std::uint64_t u = 0; u < plan.units; ++u)
           largest = std::max<std::uint64_t>(largest, logic::blosc_unit_at(plan, u).stream_bytes);
         ASSERT_EQ(logic::blosc_largest_unit_bytes(plan), largest) << "shuffle " << shuffle << " typesize " << ts;
+        // the leftover leads exactly when the last unit is longer than every other
+        bool last_longest = plan.units >= 2;
+        const std::uint64_t last = logic::blosc_unit_at(plan, plan.units - 1).stream_bytes;
+        for (std::uint64_t u = 0; u + 1 < plan.units; ++u)
+          last_longest = last_longest && last > logic::blosc_unit_at(plan, u).stream_bytes;
+        ASSERT_EQ(logic::blosc_leftover_leads(plan), last_longest) << "shuffle " << shuffle << " typesize " << ts << " n " << n;
         Buf out(n, 0), stage(n, 0);
         logic::BloscSerialCopier copy;
         for (std::uint64_t u = plan.units; u-- > 0;)
