@@ -3,9 +3,10 @@
 // (version 2's only fast path); "new fast": version 4's paths together (one length byte each
 // at most, below 255; source still in the 4 KiB ring, offset + length <= 4096, or already
 // flushed to global memory, emulating the ring's flushes). Data: the six synth surface
-// variables (two time steps) in the writer's layout with lz4 and lz4hc 9, and four 1 Mi-float
-// era5-like chunks of gpu_decode_bench in numcodecs' layout (512 KiB blocks split into byte
-// planes) and the writer's. Used for docs/gpu_decoders.md, version 4.
+// variables (two time steps) in the writer's layout with lz4 and lz4hc 9 and in numcodecs'
+// layout (512 KiB blocks split into byte planes), and four 1 Mi-float era5-like chunks of
+// gpu_decode_bench in numcodecs' layout and the writer's; sequences per KiB of output for
+// each. Used for docs/gpu_decoders.md, versions 4 and 6.
 // Build (one line): g++ -std=c++20 -O2 -Isrc -Iinclude bench/micro/lz4_fast_path.cpp
 //   build/libcubestream.a -llz4 -lpthread -o lz4_fast_path && ./lz4_fast_path
 #include <lz4.h>
@@ -19,9 +20,10 @@
 #include "../era5_chunk.hpp"
 using Bytes = std::vector<std::uint8_t>;
 namespace logic = cubestream::codec::logic;
-struct Acc { double seqs=0, len1=0, len32=0, v2_fast=0, new_fast=0, lenbytes=0, far_unflushed=0, ring4k=0, flushed_far=0; };
+struct Acc { double bytes=0, seqs=0, len1=0, len32=0, v2_fast=0, new_fast=0, lenbytes=0, far_unflushed=0, ring4k=0, flushed_far=0; };
 // emulate WarpRingLz4's flush state: flush(false) when op - flushed + len > 4096, sets flushed to op rounded down to 16 (assume out aligned)
 static void walk(const std::uint8_t* enc, int n, std::size_t out_size, Acc* a) {
+  a->bytes += static_cast<double>(out_size);
   std::size_t ip = 0, op = 0, flushed = 0; bool last = false;
   while (!last) {
     logic::Lz4Sequence s;
@@ -60,20 +62,22 @@ static void add_blocks(const Bytes& raw, std::size_t B, bool split, bool hc, Acc
   }
 }
 static void pr(const char* name, const Acc& a) {
-  std::printf("%-34s seqs %.0f  lenbytes %.1f%%  v2 fast %.1f%%  new fast %.1f%% (ring 2-4K %.1f%%, flushed far %.1f%%, far unflushed %.1f%%) 1-byte lens %.1f%% <=32 %.1f%%\n", name, a.seqs, 100*a.lenbytes/a.seqs, 100*a.v2_fast/a.seqs, 100*a.new_fast/a.seqs, 100*a.ring4k/a.seqs, 100*a.flushed_far/a.seqs, 100*a.far_unflushed/a.seqs, 100*a.len1/a.seqs, 100*a.len32/a.seqs);
+  std::printf("%-34s seqs %.0f (%.1f per KiB)  lenbytes %.1f%%  v2 fast %.1f%%  new fast %.1f%% (ring 2-4K %.1f%%, flushed far %.1f%%, far unflushed %.1f%%) 1-byte lens %.1f%% <=32 %.1f%%\n", name, a.seqs, a.seqs / (a.bytes / 1024), 100*a.lenbytes/a.seqs, 100*a.v2_fast/a.seqs, 100*a.new_fast/a.seqs, 100*a.ring4k/a.seqs, 100*a.flushed_far/a.seqs, 100*a.far_unflushed/a.seqs, 100*a.len1/a.seqs, 100*a.len32/a.seqs);
 }
 int main() {
   cubestream::synth::ModelSpec spec;
   spec.variables = {"2m_temperature", "10m_u_component_of_wind", "10m_v_component_of_wind", "mean_sea_level_pressure", "surface_pressure", "total_column_water_vapour"};
   cubestream::synth::Era5Model model(spec, 2);
-  Acc w, wh, e_num, e_w;
+  Acc w, wh, e_num, e_w, s_num;
   for (std::size_t v = 0; v < spec.variables.size(); ++v) for (int t = 0; t < 2; ++t) {
     Bytes raw(model.field_elements() * 4);
     model.field(v, t, 3, reinterpret_cast<float*>(raw.data()));
     add_blocks(raw, 256 << 10, false, false, &w);
     add_blocks(raw, 256 << 10, false, true, &wh);
+    add_blocks(raw, 512 << 10, true, false, &s_num);  // numcodecs' layout (splits the leftover too)
   }
   for (int i = 0; i < 4; ++i) { Bytes raw = cubestream_bench::era5_chunk(1 << 20, i * 7919 + 256);
     add_blocks(raw, 512 << 10, true, false, &e_num); add_blocks(raw, 256 << 10, false, false, &e_w); }
+  pr("synth numcodecs layout lz4", s_num);
   pr("synth writer lz4", w); pr("synth writer lz4hc9", wh); pr("era5 numcodecs layout", e_num); pr("era5 writer layout", e_w);
 }
