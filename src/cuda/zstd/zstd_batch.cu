@@ -237,8 +237,13 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
 // the most sequences; docs/gpu_zstd.md, versions 3, 3.5 and 3.7.
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
-                          zl::SeqReader reader, bool shared_tables, unsigned steps_per_warp) {
+                          zl::SeqReader reader, bool shared_tables, unsigned steps_per_warp,
+                          unsigned long long run_from, unsigned long long run_to) {
   extern __shared__ uint4 seq_smem[];
+  // Runs only for batches of run_from..run_to steps (the plan's count): the dispatch launches
+  // one configuration per range and the others return at once (see SeqConfig).
+  const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
+  if (total < run_from || total > run_to) return;
   // The length codes' baselines and extra-bit counts (zl::seq_code_word), one copy per CTA:
   // looked up, not computed, so that lanes on different blocks do not diverge on them.
   __shared__ zl::u32 codes[zl::kSeqCodeWords];
@@ -248,7 +253,6 @@ __global__ void __launch_bounds__(kSeqLanes)
   __syncthreads();
   const unsigned lane = threadIdx.x & 31u;
   zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + lane;  // used by lanes < steps_per_warp
-  const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
   for (;;) {
     unsigned long long base = 0;
     if (lane == 0) base = atomicAdd(&counters->seq_queue, static_cast<unsigned long long>(steps_per_warp));
@@ -389,16 +393,25 @@ zl::SeqReader sequence_reader_from_env() {
   return zl::SeqReader::kWindow;
 }
 
-// Steps a warp of the sequences kernel takes at a time, one per lane: 16 by default. With the
-// tables in the scratch, 8 had beaten 32 (each lookup instruction touching 8 cache lines, not
-// 32: docs/gpu_zstd.md, v3.5); with packed tables in shared memory, 16 lanes per warp (41 KiB a
-// CTA, 5 CTAs and 80 lanes per SM of an H100) ran levels 3 and 5 3 % faster than 8 and 20 %
-// faster than 4 (v3.7: the same chains in flight, fewer warps sharing the issue slots).
-// CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP (1-32) changes it for A/B runs.
-unsigned sequence_steps_per_warp_from_env() {
+// Steps a warp of the sequences kernel takes at a time, one per lane. With the tables in the
+// scratch, 8 had beaten 32 (each lookup instruction touching 8 cache lines, not 32:
+// docs/gpu_zstd.md, v3.5); with packed tables in shared memory, 16 lanes per warp (41 KiB a
+// CTA, 5 CTAs and 80 lanes per SM of an H100) ran levels 3 and 5 of 256 x 4 MiB 3 % faster than
+// 8, 20 % faster than 4 (v3.7) and 10-15 % faster than 32 (session 12), but on 1024 chunks of
+// 64 KiB-1 MiB 32 lanes ran 7-10 % faster than 16 (session 12). So the width follows the
+// batch's step count (a frame's blocks plus its start and end steps), which only the plan
+// knows: kSeqWide lanes for batches of at most kSeqWideStepsPerSm steps per SM, kSeqNarrow
+// otherwise. The bound lies between the two measured batches (counted on the host: ~7 000 steps,
+// 53 per SM of an H100, for the small one; ~8 700, 66 per SM, for the large one); where between
+// them the better width changes is not measured.
+// CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP (1-32) fixes one width for every batch (A/B runs).
+constexpr unsigned kSeqNarrow = 16;
+constexpr unsigned kSeqWide = 32;
+constexpr unsigned long long kSeqWideStepsPerSm = 60;
+unsigned sequence_steps_per_warp_from_env() {  // 0: by the batch's block count
   const char* env = std::getenv("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP");
-  const long v = env ? std::strtol(env, nullptr, 10) : 16;
-  return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 16u;
+  const long v = env ? std::strtol(env, nullptr, 10) : 0;
+  return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 0u;
 }
 
 // Which kernel runs pass 3: by default the units kernel, several warps per buffer
@@ -418,10 +431,17 @@ unsigned execute_warps_from_env() {
   return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 8u;
 }
 
-int entropy_blocks() {
-  int dev = 0, sms = 0, per_sm = 0;
+// The current device's SMs.
+int multiprocessors() {
+  int dev = 0, sms = 0;
   CS_CUDA_CHECK(cudaGetDevice(&dev));
   CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+int entropy_blocks() {
+  const int sms = multiprocessors();
+  int per_sm = 0;
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_entropy_kernel, kEntropyWarps * 32, 0));
   return sms * (per_sm > 0 ? per_sm : 1);
 }
@@ -436,9 +456,8 @@ int sequences_blocks(std::size_t smem) {
   CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                      smem ? static_cast<int>(cudaSharedmemCarveoutMaxShared)
                                           : static_cast<int>(cudaSharedmemCarveoutDefault)));
-  int dev = 0, sms = 0, per_sm = 0;
-  CS_CUDA_CHECK(cudaGetDevice(&dev));
-  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = multiprocessors();
+  int per_sm = 0;
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_sequences_kernel, kSeqLanes, smem));
   return sms * (per_sm > 0 ? per_sm : 1);
 }
@@ -527,18 +546,28 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     // warp waits for its slowest lane; docs/gpu_zstd.md, v3.7). CUBESTREAM_ZSTD_SEQ_SMEM=0
     // reads them from the scratch instead (A/B runs), as does a device whose CTAs cannot have
     // steps_per_warp slots.
-    const unsigned seq_steps = sequence_steps_per_warp_from_env();
+    // One launch per width, each for its range of block counts (the other returns at once).
     const char* smem_env = std::getenv("CUBESTREAM_ZSTD_SEQ_SMEM");
-    const std::size_t want_smem = seq_steps * kSeqSlot;
-    // (The kernel's own static shared memory, the code words and the stream rings, comes on
-    // top of the slots.)
-    const bool shared_tables = !(smem_env && smem_env[0] == '0') &&
-                               optin_shared_memory_per_block() >=
-                                   want_smem + zl::kSeqCodeWords * sizeof(zl::u32) +
-                                       kSeqLanes * zl::BackwardWordQueue::kRingWords * sizeof(zl::u64);
-    const std::size_t seq_smem = shared_tables ? want_smem : 0;
-    zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
-        d_src, counters, steps, arena, seq_reader, shared_tables, seq_steps);
+    const auto launch_sequences = [&](unsigned seq_steps, unsigned long long from, unsigned long long to) {
+      const std::size_t want_smem = seq_steps * kSeqSlot;
+      // (The kernel's own static shared memory, the code words and the stream rings, comes on
+      // top of the slots.)
+      const bool shared_tables = !(smem_env && smem_env[0] == '0') &&
+                                 optin_shared_memory_per_block() >=
+                                     want_smem + zl::kSeqCodeWords * sizeof(zl::u32) +
+                                         kSeqLanes * zl::BackwardWordQueue::kRingWords * sizeof(zl::u64);
+      const std::size_t seq_smem = shared_tables ? want_smem : 0;
+      zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
+          d_src, counters, steps, arena, seq_reader, shared_tables, seq_steps, from, to);
+    };
+    constexpr unsigned long long kAll = ~0ull;
+    if (const unsigned fixed = sequence_steps_per_warp_from_env(); fixed != 0) {
+      launch_sequences(fixed, 0, kAll);
+    } else {
+      const unsigned long long wide_max = kSeqWideStepsPerSm * static_cast<unsigned long long>(multiprocessors());
+      launch_sequences(kSeqWide, 0, wide_max);
+      launch_sequences(kSeqNarrow, wide_max + 1, kAll);
+    }
     if (single_warp_execute_from_env()) {
       zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                             stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,

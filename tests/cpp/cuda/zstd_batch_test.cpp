@@ -292,11 +292,12 @@ TEST(ZstdBatch, EverySequenceReaderGivesTheSameBytes) {
       run_full(cases, true);
     }
   }
-  // Other numbers of steps per warp of the sequences kernel (default 16), with both placements
-  // (32 lanes' slots need 82 KiB of shared memory: the opt-in path).
+  // Fixed numbers of steps per warp of the sequences kernel (by default 32 for batches of few
+  // blocks, as this one, and 16 for many), with both placements (32 lanes' slots need 82 KiB
+  // of shared memory: the opt-in path).
   env.unset("CUBESTREAM_ZSTD_SEQ_READER");
   for (const char* smem : {"0", "1"}) {
-    for (const char* per_warp : {"1", "8", "32"}) {
+    for (const char* per_warp : {"1", "8", "16", "32"}) {
       SCOPED_TRACE(std::string("steps per warp ") + per_warp + ", shared-memory tables " + smem);
       env.set("CUBESTREAM_ZSTD_SEQ_SMEM", smem);
       env.set("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP", per_warp);
