@@ -53,6 +53,8 @@ inline constexpr std::uint32_t kLz4RingLanes = 32;
 // The fast walk reads at most token + 1 length byte + 269 literals + 2 offset bytes + 1 length
 // byte past a sequence's start: it runs when that many bytes are in the window.
 inline constexpr std::uint32_t kLz4FastSpan = 280;
+// A burst (Lz4RingWalker::burst) looks this many input positions ahead of the walk at once.
+inline constexpr std::uint32_t kLz4BurstBytes = 512;
 // Blocks whose input or output reach this size take the general decoder (positions are 32-bit).
 inline constexpr std::size_t kLz4RingMaxBytes = std::size_t{0xFFFF0000u};
 
@@ -66,9 +68,19 @@ struct Lz4BatchSeq {
 
 // The fast path of one sequence (see lz4_read_sequence for the format): only sequences whose
 // header, literals and offset lie in the window, with at most one length byte each, not the
-// last one, and passing every check. Returns false (nothing consumed) otherwise.
-CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::uint32_t in_size, std::uint32_t op,
-                                std::uint32_t out_size, Lz4BatchSeq* s, std::uint32_t* next_ip) {
+// last one, and passing every check. Two parts: the shape, which needs only the input bytes at
+// the token (a burst computes it for every position of a stretch of input before it knows which
+// are tokens), and the checks against the output position.
+struct Lz4FastShape {
+  std::uint32_t head;  // token and literal length byte: the literals start at ip + head
+  std::uint32_t lit;
+  std::uint32_t off;
+  std::uint32_t mlen;  // with kLz4MinMatch
+  std::uint32_t size;  // bytes of input the sequence takes: the next token is at ip + size
+};
+
+// Returns false (nothing read past w[kLz4FastSpan - 1]) where the fast path does not apply.
+CS_HD inline bool lz4_fast_shape(const std::uint8_t* w, std::uint32_t ip, std::uint32_t in_size, Lz4FastShape* f) {
   const std::uint32_t t = w[0];
   std::uint32_t lit = t >> 4, h = 1;
   if (lit == 15) {
@@ -89,15 +101,28 @@ CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::ui
     m += e;
     mh = 1;
   }
-  m += static_cast<std::uint32_t>(kLz4MinMatch);
+  *f = Lz4FastShape{h, lit, off, m + static_cast<std::uint32_t>(kLz4MinMatch), q + 2 + mh};
+  return true;
+}
+
+// The checks of lz4_read_sequence that need the output position op: literals and match inside
+// the output, an offset that is not 0 and not before the output's start.
+CS_HD inline bool lz4_fast_checks(std::uint32_t lit, std::uint32_t off, std::uint32_t mlen, std::uint32_t op,
+                                  std::uint32_t out_size) {
   const std::uint32_t op_l = op + lit;
-  if (lit > out_size - op || off == 0 || off > op_l || m > out_size - op_l) return false;
-  s->lit_src = ip + h;
-  s->lit_len = lit;
+  return !(lit > out_size - op || off == 0 || off > op_l || mlen > out_size - op_l);
+}
+
+CS_HD inline bool lz4_fast_step(const std::uint8_t* w, std::uint32_t ip, std::uint32_t in_size, std::uint32_t op,
+                                std::uint32_t out_size, Lz4BatchSeq* s, std::uint32_t* next_ip) {
+  Lz4FastShape f;
+  if (!lz4_fast_shape(w, ip, in_size, &f) || !lz4_fast_checks(f.lit, f.off, f.mlen, op, out_size)) return false;
+  s->lit_src = ip + f.head;
+  s->lit_len = f.lit;
   s->op = op;
-  s->off = off;
-  s->mlen = m;
-  *next_ip = ip + q + 2 + mh;
+  s->off = f.off;
+  s->mlen = f.mlen;
+  *next_ip = ip + f.size;
   return true;
 }
 
@@ -117,7 +142,21 @@ inline constexpr std::uint32_t kLz4Independent = 0x80000000u;
 
 // The serial part: walks the token stream, checks every sequence and hands out batches. Run by
 // one warp (all lanes run the same walk; leader() writes the batch). Lanes: leader(), and the
-// Fill of the staged reader.
+// Fill of the staged reader; for bursts also each(), set(), get(), scan_add(), scan_min() and
+// first() over PerLane values (Lz4HostLanes says what each does).
+//
+// Bursts. Walking one sequence after another costs a chain of dependent steps per sequence
+// (find the token, read the lengths, check, admit to the batch, store the record), and on the
+// GPU the walker warp sets the pace of the whole block (docs/gpu_decoders.md, "Which warp sets
+// the pace"). Where the next kLz4BurstBytes + kLz4FastSpan input bytes are staged, a burst
+// takes up to a batch's worth of sequences at once: the lanes compute, for every position of
+// the next kLz4BurstBytes, where the next token would be if a token stood there
+// (lz4_fast_shape; 0 where the fast path does not apply) into `burst_table`; one walk along
+// that table finds the tokens (one load per sequence); lane i then reads sequence i, a prefix
+// sum gives the output positions, and the checks and the batch rules run per lane, the first
+// lane that fails a check or a rule ending the burst. The records and batches are those the
+// walk one by one makes (tested: Lz4Ring.BurstsMakeTheSameBatches), and a sequence the fast
+// path declines goes through next() as before, so statuses do not change either.
 template <class Fill, class Lanes>
 struct Lz4RingWalker {
   std::uint32_t in_size;
@@ -128,6 +167,7 @@ struct Lz4RingWalker {
   bool last = false, have_pending = false;
   Lz4BatchSeq pending{};
   DecodeStatus status = DecodeStatus::kOk;
+  std::uint16_t* burst_table = nullptr;  // kLz4BurstBytes entries (nullptr: no bursts)
 
   // The next sequence at (ip, op): fast path from the window, else the general parse.
   CS_HD_TEMPLATE CS_HD DecodeStatus next(Lz4BatchSeq* s) {
@@ -162,6 +202,127 @@ struct Lz4RingWalker {
     if (lanes.leader()) seqs[j] = s;
   }
 
+  // What a burst did: took nothing (walk on one by one), took sequences and the batch goes on,
+  // or took sequences and ended the batch (a lone sequence, or one left pending).
+  enum class Burst { kNone, kMore, kEnded };
+
+  // A burst at (ip, op) into the batch being walked (walk's n, b0, end, min_src, flags; see the
+  // comment above the struct). Needs no pending sequence and room in the batch.
+  CS_HD_TEMPLATE CS_HD Burst burst(Lz4BatchSeq* seqs, std::uint32_t& n, std::uint32_t b0, std::uint32_t& end,
+                                   std::uint32_t& min_src, std::uint32_t& flags) {
+    constexpr std::uint32_t kSpan = kLz4BurstBytes + kLz4FastSpan;
+    // every table position has the fast path's span of input after it
+    if (burst_table == nullptr || rd.cap < kSpan + 16 || in_size - ip < kSpan + 3) return Burst::kNone;
+    if (ip - rd.base + kSpan > rd.len) {  // also when ip < base: wraps around
+      rd.len = 0;
+      static_cast<void>(rd[ip]);
+    }
+    if (ip - rd.base + kSpan > rd.len) return Burst::kNone;
+    const std::uint8_t* const w = rd.window + (ip - rd.base);
+    std::uint16_t* const tbl = burst_table;
+    const std::uint32_t ip0 = ip, in_n = in_size;
+    lanes.each([&](unsigned lane) {
+      for (std::uint32_t r = lane; r < kLz4BurstBytes; r += kLz4RingLanes) {
+        Lz4FastShape f;
+        tbl[r] = lz4_fast_shape(w + r, ip0 + r, in_n, &f) ? static_cast<std::uint16_t>(r + f.size) : 0;
+      }
+    });
+    // the tokens: lane i gets the i-th one's position relative to ip
+    typename Lanes::template PerLane<std::uint32_t> tok;
+    const std::uint32_t want = kLz4BatchMax - n;
+    std::uint32_t cnt = 0;
+    for (std::uint32_t r = 0; cnt < want && r < kLz4BurstBytes;) {
+      const std::uint32_t next = tbl[r];
+      if (next == 0) break;
+      lanes.set(tok, cnt, r);
+      ++cnt;
+      r = next;
+    }
+    if (cnt == 0) return Burst::kNone;
+    // lane i reads sequence i; a prefix sum of the output lengths places them
+    typename Lanes::template PerLane<Lz4FastShape> shape;
+    typename Lanes::template PerLane<std::uint32_t> len, adv;  // adv: input after it, from ip
+    lanes.each([&](unsigned lane) {
+      len[lane] = 0;
+      adv[lane] = 0;
+      if (lane < cnt) {
+        static_cast<void>(lz4_fast_shape(w + tok[lane], ip0 + tok[lane], in_n, &shape[lane]));
+        len[lane] = shape[lane].lit + shape[lane].mlen;
+        adv[lane] = tok[lane] + shape[lane].size;
+      }
+    });
+    lanes.scan_add(len);  // now each lane's output end, relative to op
+    // the checks (the first lane that fails stops the burst: next() then reads that sequence
+    // and gives its status), the batch rules and the independence of each match
+    typename Lanes::template PerLane<std::uint32_t> src;
+    typename Lanes::template PerLane<bool> bad;
+    const std::uint32_t op0 = op, out_n = size;
+    lanes.each([&](unsigned lane) {
+      bad[lane] = false;
+      src[lane] = 0xFFFFFFFFu;
+      if (lane < cnt) {
+        const Lz4FastShape& f = shape[lane];
+        const std::uint32_t at = op0 + len[lane] - f.lit - f.mlen;
+        bad[lane] = !lz4_fast_checks(f.lit, f.off, f.mlen, at, out_n);
+        src[lane] = at + f.lit - f.off;
+      }
+    });
+    cnt = lanes.first(bad, cnt);
+    if (cnt == 0) return Burst::kNone;
+    lanes.scan_min(src);  // the lowest match source up to each lane
+    typename Lanes::template PerLane<bool> over;
+    const std::uint32_t ms0 = min_src;
+    lanes.each([&](unsigned lane) {
+      over[lane] = false;
+      if (lane < cnt) {
+        const std::uint32_t e = op0 + len[lane];
+        const std::uint32_t ms = src[lane] < ms0 ? src[lane] : ms0;
+        over[lane] = e - b0 > kLz4BatchBytes || e - ms > kLz4RingBytes;
+      }
+    });
+    const std::uint32_t ok = lanes.first(over, cnt);  // sequences admitted
+    // the admitted ones' records, each lane its own
+    const std::uint32_t n0 = n;
+    lanes.each([&](unsigned lane) {
+      if (lane < ok) {
+        const Lz4FastShape& f = shape[lane];
+        Lz4BatchSeq q{ip0 + tok[lane] + f.head, f.lit, op0 + len[lane] - f.lit - f.mlen, f.off, f.mlen};
+        if (q.op + q.lit_len - q.off + q.mlen <= b0) q.off |= kLz4Independent;
+        seqs[n0 + lane] = q;
+      }
+    });
+    const std::uint32_t took = ok < cnt ? ok + 1 : cnt;  // sequences consumed from the input
+    ip = ip0 + lanes.get(adv, took - 1);
+    op = op0 + lanes.get(len, took - 1);
+    if (ok < cnt) {
+      // the refused one, read again by every lane (the walker's state is the same in all): the
+      // batch's only, copied alone, or the next batch's first
+      const std::uint32_t r = lanes.get(tok, ok);
+      Lz4FastShape f;
+      static_cast<void>(lz4_fast_shape(w + r, ip0 + r, in_n, &f));
+      const Lz4BatchSeq q{ip0 + r + f.head, f.lit, op - f.lit - f.mlen, f.off, f.mlen};
+      if (ok == 0 && n == 0) {
+        flags = kLz4BatchLone;
+        put(seqs, 0, q);
+        n = 1;
+        end = op;
+        return Burst::kEnded;
+      }
+      pending = q;
+    }
+    if (ok > 0) {
+      n += ok;
+      end = op0 + lanes.get(len, ok - 1);
+      const std::uint32_t ms = lanes.get(src, ok - 1);
+      min_src = ms < ms0 ? ms : ms0;
+    }
+    if (ok < cnt) {
+      have_pending = true;
+      return Burst::kEnded;
+    }
+    return Burst::kMore;
+  }
+
   // Walks the next batch into *h and seqs; returns true when it is the last one (the block
   // ended or a sequence failed: then `status` says why and the batch holds nothing).
   CS_HD_TEMPLATE CS_HD bool walk(Lz4BatchHead* h, Lz4BatchSeq* seqs) {
@@ -174,6 +335,9 @@ struct Lz4RingWalker {
         b0 = s.op;
       } else {
         if (last || n == kLz4BatchMax) break;
+        const Burst b = burst(seqs, n, b0, end, min_src, flags);
+        if (b == Burst::kEnded) break;
+        if (b == Burst::kMore) continue;
         const DecodeStatus st = next(&s);
         if (st != DecodeStatus::kOk) {
           status = st;
@@ -476,6 +640,29 @@ struct Lz4HostLanes {
   }
   void sync() { ++meetings; }
   bool leader() const { return true; }
+  // The walker's collectives (the device's are warp shuffles and a ballot):
+  // set: lane `at` takes value v; get: every lane reads lane `from`'s value;
+  // scan_add / scan_min: each lane gets the sum / minimum of lanes 0..itself (inclusive);
+  // first: the lowest lane below `limit` whose flag is set, else `limit`.
+  template <class T>
+  void set(PerLane<T>& p, unsigned at, const T& v) {
+    p[at] = v;
+  }
+  template <class T>
+  T get(PerLane<T>& p, unsigned from) {
+    return p[from];
+  }
+  void scan_add(PerLane<std::uint32_t>& p) {
+    for (unsigned l = 1; l < kLz4RingLanes; ++l) p[l] += p[l - 1];
+  }
+  void scan_min(PerLane<std::uint32_t>& p) {
+    for (unsigned l = 1; l < kLz4RingLanes; ++l) p[l] = p[l] < p[l - 1] ? p[l] : p[l - 1];
+  }
+  std::uint32_t first(PerLane<bool>& p, std::uint32_t limit) {
+    for (std::uint32_t l = 0; l < limit; ++l)
+      if (p[l]) return l;
+    return limit;
+  }
 };
 
 struct Lz4MemcpyFill {
@@ -488,14 +675,15 @@ inline constexpr unsigned kLz4CopyWarps = 3;
 
 // Host run of the device's ring decoder (tests and fuzzing): one block of in_size bytes that
 // must decode to exactly `size` bytes, with a staging window of window_cap (>= kLz4FastSpan + 16)
-// bytes. The walker and the copiers take turns batch by batch, in the order the device's
+// bytes (bursts need kLz4BurstBytes + kLz4FastSpan + 16; `bursts` false walks one sequence at a
+// time). The walker and the copiers take turns batch by batch, in the order the device's
 // barriers impose. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the
 // device. *copier_meetings (when given) receives the warp meetings the copiers' each() and
 // sync() made (phase 2, lone sequences, flushes; phase 1's shared copies meet once per batch
 // on the device and are not counted).
 inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                          std::size_t size, std::size_t window_cap = 4096,
-                                         std::uint64_t* copier_meetings = nullptr) {
+                                         std::uint64_t* copier_meetings = nullptr, bool bursts = true) {
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
     return lz4_decode_exact_with(in, in_size, out, size, copy);
@@ -505,12 +693,14 @@ inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_
     alignas(16) std::uint8_t ring[kLz4RingBytes];
     Lz4BatchSeq seqs[kLz4BatchMax];
     Lz4BatchHead head;
+    std::uint16_t burst[kLz4BurstBytes];
   };
   auto* b = new Buffers;
   auto* window = new std::uint8_t[window_cap];
   Lz4RingWalker<Lz4MemcpyFill, Lz4HostLanes> walker{static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size),
                                                    Lz4StagedReader<Lz4MemcpyFill>{in, in_size, window, window_cap, {}},
                                                    {}};
+  if (bursts) walker.burst_table = b->burst;
   Lz4RingCopier<Lz4HostLanes> copier{in, out, b->ring, {}};
   copier.init();
   for (;;) {

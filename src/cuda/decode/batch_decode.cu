@@ -98,8 +98,9 @@ __device__ DecodeStatus load_status(const DecodeStatus* status) {
 constexpr std::size_t kLz4RingWindow = 4096;
 constexpr std::size_t kLz4RingSmem = logic::kLz4RingBytes + kLz4RingWindow +
                                      2 * logic::kLz4BatchMax * sizeof(logic::Lz4BatchSeq) +
-                                     2 * sizeof(logic::Lz4BatchHead);
-static_assert(kLz4RingWindow >= detail::kWindowBytes && kLz4RingWindow >= logic::kLz4FastSpan + 16);
+                                     2 * sizeof(logic::Lz4BatchHead) + logic::kLz4BurstBytes * sizeof(std::uint16_t);
+static_assert(kLz4RingWindow >= detail::kWindowBytes && kLz4RingWindow >= logic::kLz4FastSpan + 16 &&
+              kLz4RingWindow >= logic::kLz4BurstBytes + logic::kLz4FastSpan + 16);  // the walker's bursts
 
 // The LZ4 buffers' queue order: largest decoded size first (a buffer's sequences, its cost,
 // grow with it). One block of 1024 threads.
@@ -116,13 +117,14 @@ __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBat
   std::uint8_t* window = ring + logic::kLz4RingBytes;
   auto* seqs = reinterpret_cast<logic::Lz4BatchSeq*>(window + kLz4RingWindow);
   auto* heads = reinterpret_cast<logic::Lz4BatchHead*>(seqs + 2 * logic::kLz4BatchMax);
+  auto* burst = reinterpret_cast<std::uint16_t*>(heads + 2);
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
   for (;;) {
     if (threadIdx.x == 0) item = atomicAdd(counter, 1ull);
     __syncthreads();
     if (item >= b.num_buffers) break;
     const std::size_t i = order[item];
-    detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, kLz4RingWindow, warp};
+    detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, burst, kLz4RingWindow, warp};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (threadIdx.x == 0) b.status[i] = st;
     // every warp is done with the ring, the window and `item` before the next buffer

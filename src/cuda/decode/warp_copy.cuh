@@ -122,6 +122,32 @@ struct RingLanes {
   }
   __device__ void sync() { __syncwarp(); }
   __device__ bool leader() const { return lane == 0; }
+  // The walker's collectives (codec/logic/lz4_ring.hpp, Lz4HostLanes, says what each does);
+  // every lane of the warp calls them with the same arguments. get() moves 4-byte values.
+  template <class T>
+  __device__ void set(PerLane<T>& p, unsigned at, const T& v) {
+    if (lane == at) p.v = v;
+  }
+  __device__ std::uint32_t get(PerLane<std::uint32_t>& p, unsigned from) { return __shfl_sync(kFullMask, p.v, from); }
+  __device__ void scan_add(PerLane<std::uint32_t>& p) {
+#pragma unroll
+    for (unsigned d = 1; d < 32; d *= 2) {
+      const std::uint32_t up = __shfl_up_sync(kFullMask, p.v, d);
+      if (lane >= d) p.v += up;
+    }
+  }
+  __device__ void scan_min(PerLane<std::uint32_t>& p) {
+#pragma unroll
+    for (unsigned d = 1; d < 32; d *= 2) {
+      const std::uint32_t up = __shfl_up_sync(kFullMask, p.v, d);
+      if (lane >= d && up < p.v) p.v = up;
+    }
+  }
+  __device__ std::uint32_t first(PerLane<bool>& p, std::uint32_t limit) {
+    const unsigned below = limit >= 32 ? kFullMask : (1u << limit) - 1u;
+    const unsigned set = __ballot_sync(kFullMask, p.v) & below;
+    return set ? static_cast<std::uint32_t>(__ffs(set) - 1) : limit;
+  }
 };
 
 // WarpFill plus a prefetch into L2 of the 4 KiB after the window (one 128-byte line per lane),
@@ -190,6 +216,7 @@ struct WarpRing64Copier : WarpCopier {
   std::uint8_t* ring;                  // kLz4RingBytes of shared memory, 16-byte aligned
   codec::logic::Lz4BatchSeq* seqs;     // 2 x kLz4BatchMax records in shared memory
   codec::logic::Lz4BatchHead* heads;   // 2 batch heads in shared memory
+  std::uint16_t* burst_table;          // the walker's kLz4BurstBytes entries in shared memory
   std::size_t window_cap;              // bytes of `window` (WarpCopier's fallback uses 2 KiB)
   unsigned warp;                       // warp index in the thread block
 
@@ -207,6 +234,7 @@ struct WarpRing64Copier : WarpCopier {
           static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size),
           logic::Lz4StagedReader<RingFill>{in, in_size, window, window_cap, RingFill{lane, in + in_size}},
           RingLanes{lane}};
+      walker.burst_table = burst_table;
       unsigned b = 0;
       for (;; ++b) {
         const unsigned i = b & 1u;

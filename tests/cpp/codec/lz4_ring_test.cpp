@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_ring.hpp"
@@ -116,6 +118,68 @@ TEST(Lz4Ring, DamagedBlocksGetTheSerialStatus) {
                                       static_cast<int>(bad.size()), static_cast<int>(size)),
                   static_cast<int>(size));
         ASSERT_TRUE(r.bytes == ref) << "trial " << trial;
+      }
+    }
+  }
+}
+
+// The walker's batches with and without bursts (Lz4RingWalker::burst): every batch head and
+// record and the final status must be equal, batch by batch. Input in an exact-size copy.
+void expect_same_batches(const Buf& in, std::size_t size, const char* what) {
+  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
+  if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
+  const auto n_in = static_cast<std::uint32_t>(in.size());
+  const auto n_out = static_cast<std::uint32_t>(size);
+  std::vector<std::uint8_t> win_a(4096), win_b(4096);
+  std::vector<std::uint16_t> table(logic::kLz4BurstBytes);
+  using Walker = logic::Lz4RingWalker<logic::Lz4MemcpyFill, logic::Lz4HostLanes>;
+  Walker one{n_in, n_out, logic::Lz4StagedReader<logic::Lz4MemcpyFill>{src.get(), in.size(), win_a.data(), 4096, {}}, {}};
+  Walker burst{n_in, n_out, logic::Lz4StagedReader<logic::Lz4MemcpyFill>{src.get(), in.size(), win_b.data(), 4096, {}},
+               {}};
+  burst.burst_table = table.data();
+  logic::Lz4BatchSeq sa[logic::kLz4BatchMax], sb[logic::kLz4BatchMax];
+  for (int batch = 0;; ++batch) {
+    logic::Lz4BatchHead ha{}, hb{};
+    const bool da = one.walk(&ha, sa), db = burst.walk(&hb, sb);
+    ASSERT_EQ(da, db) << what << " batch " << batch;
+    ASSERT_EQ(ha.n, hb.n) << what << " batch " << batch;
+    ASSERT_EQ(ha.b0, hb.b0) << what << " batch " << batch;
+    ASSERT_EQ(ha.end, hb.end) << what << " batch " << batch;
+    ASSERT_EQ(ha.flags, hb.flags) << what << " batch " << batch;
+    if (!(ha.flags & logic::kLz4BatchError)) {
+      for (std::uint32_t j = 0; j < ha.n; ++j) {
+        ASSERT_EQ(sa[j].lit_src, sb[j].lit_src) << what << " batch " << batch << " record " << j;
+        ASSERT_EQ(sa[j].lit_len, sb[j].lit_len) << what << " batch " << batch << " record " << j;
+        ASSERT_EQ(sa[j].op, sb[j].op) << what << " batch " << batch << " record " << j;
+        ASSERT_EQ(sa[j].off, sb[j].off) << what << " batch " << batch << " record " << j;
+        ASSERT_EQ(sa[j].mlen, sb[j].mlen) << what << " batch " << batch << " record " << j;
+      }
+    }
+    if (da) break;
+  }
+  ASSERT_EQ(one.status, burst.status) << what;
+}
+
+TEST(Lz4Ring, BurstsMakeTheSameBatches) {
+  std::mt19937 rng(3);
+  for (const auto& kind : kDataKinds) {
+    for (std::size_t n : {0u, 300u, 5000u, 70001u, 300000u}) {
+      const Buf src = kind.make(n);
+      for (int level : {0, 3, 12}) {
+        const Buf enc = liblz4_block(src, level);
+        const std::string what = std::string(kind.name) + " " + std::to_string(n) + " level " + std::to_string(level);
+        expect_same_batches(enc, src.size(), what.c_str());
+        // damaged: cut, bytes flipped, and the wrong decoded size
+        if (enc.size() > 16) {
+          expect_same_batches(Buf(enc.begin(), enc.begin() + enc.size() * 2 / 3), src.size(), (what + " cut").c_str());
+          for (int trial = 0; trial < 20; ++trial) {
+            Buf bad = enc;
+            for (int f = 0; f < 3; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
+            expect_same_batches(bad, src.size(), (what + " flipped").c_str());
+          }
+          expect_same_batches(enc, src.size() - 1, (what + " short").c_str());
+          expect_same_batches(enc, src.size() + 5, (what + " long").c_str());
+        }
       }
     }
   }
