@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "codec/logic/blosc_decode.hpp"
@@ -110,7 +111,7 @@ __global__ void __launch_bounds__(1024) lz4_order_kernel(DeviceBatch b, std::uin
 }
 
 __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBatch b, unsigned long long* counter,
-                                                                       const std::uint32_t* order) {
+                                                                       const std::uint32_t* order, bool bursts) {
   extern __shared__ uint4 lz4_smem[];
   __shared__ unsigned long long item;
   auto* ring = reinterpret_cast<std::uint8_t*>(lz4_smem);
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBat
     __syncthreads();
     if (item >= b.num_buffers) break;
     const std::size_t i = order[item];
-    detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, burst, kLz4RingWindow, warp};
+    detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, bursts ? burst : nullptr, kLz4RingWindow, warp};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (threadIdx.x == 0) b.status[i] = st;
     // every warp is done with the ring, the window and `item` before the next buffer
@@ -145,6 +146,15 @@ __global__ void __launch_bounds__(kThreads) lz4_warp_kernel(DeviceBatch b, unsig
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (lane == 0) b.status[i] = st;
   }
+}
+
+// Whether the LZ4 walker takes bursts of sequences (codec/logic/lz4_ring.hpp,
+// Lz4RingWalker::burst). Off unless CUBESTREAM_LZ4_BURSTS=1 until they are measured on a GPU:
+// the host runs of the same logic (tests, fuzzing) take them always, but the device's lane
+// collectives (RingLanes) have not run yet (docs/gpu_decoders.md, "Bursts in the walker").
+bool lz4_bursts_from_env() {
+  const char* env = std::getenv("CUBESTREAM_LZ4_BURSTS");
+  return env && env[0] == '1';
 }
 
 unsigned lz4_ring_blocks() {
@@ -427,7 +437,8 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       }
       const unsigned blocks =
           static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
-      lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter, order);
+      lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter, order,
+                                                                              lz4_bursts_from_env());
       CS_CUDA_CHECK(cudaGetLastError());
       return;
     }

@@ -275,6 +275,46 @@ TEST(GpuBatch, Lz4DamagedBuffersGetStatusesAndStayInBounds) {
   }
 }
 
+// The walker's bursts (codec/logic/lz4_ring.hpp, Lz4RingWalker::burst; on the device only with
+// CUBESTREAM_LZ4_BURSTS=1 until measured): good buffers of every data kind at three levels and
+// damaged ones give the host logic's statuses and bytes.
+TEST(GpuBatch, Lz4BurstsOnRequestMatchTheHostLogic) {
+  REQUIRE_GPU();
+  struct BurstsOn {
+    BurstsOn() { setenv("CUBESTREAM_LZ4_BURSTS", "1", 1); }
+    ~BurstsOn() { unsetenv("CUBESTREAM_LZ4_BURSTS"); }
+  } on;
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  const std::vector<Buf> data = sample_data(60, 2);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    enc.push_back(numcodecs_lz4(data[i], static_cast<int>(i % 3) * 4));  // fast, HC 4, HC 8
+    sizes.push_back(data[i].size());
+  }
+  const Buf src = climate_bytes(300000);
+  const Buf good = numcodecs_lz4(src, 0);
+  std::mt19937 rng(17);
+  for (int t = 0; t < 128; ++t) {
+    Buf bad = good;
+    if (t % 3 == 0) {
+      bad.resize(rng() % good.size());
+    } else {
+      for (int f = 0; f < 1 + t % 4; ++f) bad[4 + rng() % (bad.size() - 4)] = static_cast<std::uint8_t>(rng());
+    }
+    enc.push_back(bad);
+    sizes.push_back(t % 5 == 0 ? src.size() - 1 : src.size());
+  }
+  Batch b(enc, sizes, 3);
+  b.decode(cuda::BatchCodec::kLz4);
+  const auto st = b.statuses();
+  for (std::size_t i = 0; i < enc.size(); ++i) {
+    Buf host(sizes[i]);
+    const DecodeStatus want = logic::lz4_numcodecs_decode(enc[i].data(), enc[i].size(), host.data(), sizes[i]);
+    ASSERT_EQ(st[i], want) << "buffer " << i;
+    if (want == DecodeStatus::kOk) ASSERT_TRUE(b.output(i) == host) << "buffer " << i;
+  }
+}
+
 // Data that drives every path of the device's LZ4 block decoder (cuda/decode/warp_ring_lz4.cuh):
 // matches within its 4 KiB shared-memory ring (offsets 1-31, 32-2048, overlapping or not),
 // far matches (offsets 2049-65535, overlapping ones longer than their offset), literal runs
