@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "era5_row_chunk.hpp"
+
 #include "codec/logic/decode_status.hpp"
 #include "cuda/zstd/zstd_batch.hpp"
 
@@ -58,32 +60,6 @@ void parallel_for(std::size_t n, F f) {
     });
   }
   for (auto& th : pool) th.join();
-}
-
-// ERA5-like float32 chunk (as tests/cpp/codec/zstd_test_data.hpp): smooth large-scale field
-// plus noise, quantised to 16 bits over its range. Rows of 1440 values (0.25 degree grid).
-Bytes era5_chunk(std::size_t bytes, std::uint32_t seed) {
-  const std::size_t n = bytes / 4, nx = 1440, ny = (n + nx - 1) / nx;
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0.0f, 0.3f);
-  std::vector<float> v(n);
-  const double phase = double(seed % 97) * 0.1, lat0 = double(seed % 13) / 13.0;
-  float lo = 1e30f, hi = -1e30f;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t y = i / nx, x = i % nx;
-    const double lat = ((double(y) / double(ny) + lat0) * 0.5 - 0.5) * M_PI;
-    const double lon = double(x) / double(nx) * 2 * M_PI;
-    const double t = 250.0 + 45.0 * std::cos(lat) + 8.0 * std::sin(4 * lon + phase) * std::cos(lat) +
-                     3.0 * std::tanh(5.0 * (lat - 0.3 * std::sin(lon + phase)));
-    v[i] = static_cast<float>(t) + noise(rng);
-    lo = std::min(lo, v[i]);
-    hi = std::max(hi, v[i]);
-  }
-  const float scale = (hi - lo) / 65535.0f;
-  for (auto& f : v) f = lo + std::round((f - lo) / scale) * scale;
-  Bytes b(bytes, 0);
-  std::memcpy(b.data(), v.data(), n * 4);
-  return b;
 }
 
 struct Batch {
@@ -315,7 +291,7 @@ int main(int argc, char** argv) {
   std::vector<Batch> batches;
   if (big) {
     Batch b{"era5 4MiB x" + std::to_string(big), std::vector<Bytes>(big)};
-    parallel_for(big, [&](std::size_t i) { b.raw[i] = era5_chunk(4u << 20, 1000 + static_cast<std::uint32_t>(i)); });
+    parallel_for(big, [&](std::size_t i) { b.raw[i] = cubestream_bench::era5_row_chunk(4u << 20, 1000 + static_cast<std::uint32_t>(i)); });
     batches.push_back(std::move(b));
   }
   if (small) {
@@ -323,7 +299,7 @@ int main(int argc, char** argv) {
     std::vector<std::size_t> sizes(small);
     for (auto& s : sizes) s = (64u << 10) + (rng() % ((1u << 20) - (64u << 10) + 1)) / 4 * 4;
     Batch b{"era5 64KiB-1MiB x" + std::to_string(small), std::vector<Bytes>(small)};
-    parallel_for(small, [&](std::size_t i) { b.raw[i] = era5_chunk(sizes[i], 5000 + static_cast<std::uint32_t>(i)); });
+    parallel_for(small, [&](std::size_t i) { b.raw[i] = cubestream_bench::era5_row_chunk(sizes[i], 5000 + static_cast<std::uint32_t>(i)); });
     batches.push_back(std::move(b));
   }
   std::vector<Row> rows;

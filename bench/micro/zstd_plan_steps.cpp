@@ -11,28 +11,10 @@
 #include <cstring>
 #include <random>
 #include <vector>
+#include "../era5_row_chunk.hpp"
 #include "codec/logic/zstd/split.hpp"
 namespace zl = cubestream::codec::logic::zstd;
 using Bytes = std::vector<unsigned char>;
-// gpu_zstd_bench.cu's generator (that file is CUDA; its era5_chunk is repeated here)
-Bytes era5_chunk(std::size_t bytes, std::uint32_t seed) {
-  const std::size_t n = bytes / 4, nx = 1440, ny = (n + nx - 1) / nx;
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0.0f, 0.3f);
-  std::vector<float> v(n);
-  const double phase = double(seed % 97) * 0.1, lat0 = double(seed % 13) / 13.0;
-  float lo = 1e30f, hi = -1e30f;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t y = i / nx, x = i % nx;
-    const double lat = ((double(y) / double(ny) + lat0) * 0.5 - 0.5) * M_PI;
-    const double lon = double(x) / double(nx) * 2 * M_PI;
-    const double t = 250.0 + 45.0 * std::cos(lat) + 8.0 * std::sin(4 * lon + phase) * std::cos(lat) + 3.0 * std::tanh(5.0 * (lat - 0.3 * std::sin(lon + phase)));
-    v[i] = static_cast<float>(t) + noise(rng); lo = std::min(lo, v[i]); hi = std::max(hi, v[i]);
-  }
-  const float scale = (hi - lo) / 65535.0f;
-  for (auto& f : v) f = lo + std::round((f - lo) / scale) * scale;
-  Bytes b(bytes, 0); std::memcpy(b.data(), v.data(), n * 4); return b;
-}
 unsigned long long steps_of(const Bytes& raw, int level) {
   Bytes enc(ZSTD_compressBound(raw.size()));
   enc.resize(ZSTD_compress(enc.data(), enc.size(), raw.data(), raw.size(), level));
@@ -43,11 +25,11 @@ unsigned long long steps_of(const Bytes& raw, int level) {
 int main() {
   for (int level : {1, 3, 5}) {
     unsigned long long big = 0, small = 0;
-    for (int i = 0; i < 16; ++i) big += steps_of(era5_chunk(4u << 20, 1000 + i), level);
+    for (int i = 0; i < 16; ++i) big += steps_of(cubestream_bench::era5_row_chunk(4u << 20, 1000 + i), level);
     std::mt19937 rng(7);
     std::vector<std::size_t> sizes(1024);
     for (auto& s : sizes) s = (64u << 10) + (rng() % ((1u << 20) - (64u << 10) + 1)) / 4 * 4;
-    for (int i = 0; i < 1024; i += 8) small += steps_of(era5_chunk(sizes[i], 5000 + i), level) * 8;
+    for (int i = 0; i < 1024; i += 8) small += steps_of(cubestream_bench::era5_row_chunk(sizes[i], 5000 + i), level) * 8;
     std::printf("level %d: big x256 ~%llu steps, small x1024 ~%llu steps (the wide bound: 60 x 132 = 7920 on an H100)\n", level, big * 16, small);
   }
 }

@@ -245,34 +245,46 @@ TEST(GpuBatch, Lz4OnSmallSharedMemoryDevicesMatchesTheCpu) {
   EXPECT_NE(st.back(), DecodeStatus::kOk);
 }
 
-TEST(GpuBatch, Lz4DamagedBuffersGetStatusesAndStayInBounds) {
-  REQUIRE_GPU();
-  const Buf src = climate_bytes(200000);
-  const Buf good = numcodecs_lz4(src, 0);
-  std::mt19937 rng(5);
-  std::vector<Buf> enc;
-  std::vector<std::size_t> sizes;
-  for (int t = 0; t < 512; ++t) {
+// `count` damaged copies of numcodecs lz4 buffer `good` (decoding to `size` bytes) appended to
+// enc/sizes: every third cut short, the others with 1-4 bytes changed; every fifth expected
+// one byte short.
+void add_damaged_lz4(const Buf& good, std::size_t size, int count, std::uint32_t seed, std::vector<Buf>* enc,
+                     std::vector<std::size_t>* sizes) {
+  std::mt19937 rng(seed);
+  for (int t = 0; t < count; ++t) {
     Buf bad = good;
     if (t % 3 == 0) {
       bad.resize(rng() % good.size());
     } else {
       for (int f = 0; f < 1 + t % 4; ++f) bad[4 + rng() % (bad.size() - 4)] = static_cast<std::uint8_t>(rng());
     }
-    enc.push_back(bad);
-    sizes.push_back(t % 5 == 0 ? src.size() - 1 : src.size());
+    enc->push_back(bad);
+    sizes->push_back(t % 5 == 0 ? size - 1 : size);
   }
+}
+
+// Every buffer of a decoded lz4 batch has the status, and when good the bytes, that the shared
+// logic gives on the host.
+void expect_lz4_as_host_logic(const Batch& b) {
+  const auto st = b.statuses();
+  for (std::size_t i = 0; i < b.inputs.size(); ++i) {
+    const std::size_t n = b.out_sizes[i];
+    Buf host(n);
+    const DecodeStatus want = logic::lz4_numcodecs_decode(b.inputs[i].data(), b.inputs[i].size(), host.data(), n);
+    ASSERT_EQ(st[i], want) << "buffer " << i;
+    if (want == DecodeStatus::kOk) ASSERT_TRUE(b.output(i) == host) << "buffer " << i;
+  }
+}
+
+TEST(GpuBatch, Lz4DamagedBuffersGetStatusesAndStayInBounds) {
+  REQUIRE_GPU();
+  const Buf src = climate_bytes(200000);
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  add_damaged_lz4(numcodecs_lz4(src, 0), src.size(), 512, 5, &enc, &sizes);
   Batch b(enc, sizes);
   b.decode(cuda::BatchCodec::kLz4);
-  const auto st = b.statuses();
-  for (std::size_t i = 0; i < enc.size(); ++i) {
-    // the GPU says what the shared logic says on the host
-    Buf host(sizes[i]);
-    const DecodeStatus want = logic::lz4_numcodecs_decode(enc[i].data(), enc[i].size(), host.data(), sizes[i]);
-    ASSERT_EQ(st[i], want) << "buffer " << i;
-    const Buf out = b.output(i);
-    if (want == DecodeStatus::kOk) ASSERT_TRUE(out == host) << "buffer " << i;
-  }
+  expect_lz4_as_host_logic(b);  // the GPU says what the shared logic says on the host
 }
 
 // The walker's bursts (codec/logic/lz4_ring.hpp, Lz4RingWalker::burst; on the device only with
@@ -292,27 +304,10 @@ TEST(GpuBatch, Lz4BurstsOnRequestMatchTheHostLogic) {
     sizes.push_back(data[i].size());
   }
   const Buf src = climate_bytes(300000);
-  const Buf good = numcodecs_lz4(src, 0);
-  std::mt19937 rng(17);
-  for (int t = 0; t < 128; ++t) {
-    Buf bad = good;
-    if (t % 3 == 0) {
-      bad.resize(rng() % good.size());
-    } else {
-      for (int f = 0; f < 1 + t % 4; ++f) bad[4 + rng() % (bad.size() - 4)] = static_cast<std::uint8_t>(rng());
-    }
-    enc.push_back(bad);
-    sizes.push_back(t % 5 == 0 ? src.size() - 1 : src.size());
-  }
+  add_damaged_lz4(numcodecs_lz4(src, 0), src.size(), 128, 17, &enc, &sizes);
   Batch b(enc, sizes, 3);
   b.decode(cuda::BatchCodec::kLz4);
-  const auto st = b.statuses();
-  for (std::size_t i = 0; i < enc.size(); ++i) {
-    Buf host(sizes[i]);
-    const DecodeStatus want = logic::lz4_numcodecs_decode(enc[i].data(), enc[i].size(), host.data(), sizes[i]);
-    ASSERT_EQ(st[i], want) << "buffer " << i;
-    if (want == DecodeStatus::kOk) ASSERT_TRUE(b.output(i) == host) << "buffer " << i;
-  }
+  expect_lz4_as_host_logic(b);
 }
 
 // Data that drives every path of the device's LZ4 block decoder (cuda/decode/warp_ring_lz4.cuh):
