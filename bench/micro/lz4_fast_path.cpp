@@ -6,7 +6,8 @@
 // variables (two time steps) in the writer's layout with lz4 and lz4hc 9 and in numcodecs'
 // layout (512 KiB blocks split into byte planes), and four 1 Mi-float era5-like chunks of
 // gpu_decode_bench in numcodecs' layout and the writer's; sequences per KiB of output for
-// each. Used for docs/gpu_decoders.md, versions 4 and 6.
+// each, and per byte plane for the synth fields' split streams. Used for docs/gpu_decoders.md,
+// versions 4 and 6.
 // Build (one line): g++ -std=c++20 -O2 -Isrc -Iinclude bench/micro/lz4_fast_path.cpp
 //   build/libcubestream.a -llz4 -lpthread -o lz4_fast_path && ./lz4_fast_path
 #include <lz4.h>
@@ -48,7 +49,8 @@ static void walk(const std::uint8_t* enc, int n, std::size_t out_size, Acc* a) {
     }
   }
 }
-static void add_blocks(const Bytes& raw, std::size_t B, bool split, bool hc, Acc* a) {
+// planes (optional, 4 entries): each split stream also counted for its byte plane
+static void add_blocks(const Bytes& raw, std::size_t B, bool split, bool hc, Acc* a, Acc* planes = nullptr) {
   for (std::size_t b = 0; b < raw.size(); b += B) {
     const std::size_t nb = std::min(B, raw.size() - b);
     Bytes sh(nb); logic::shuffle_block(raw.data() + b, sh.data(), nb, 4);
@@ -58,6 +60,7 @@ static void add_blocks(const Bytes& raw, std::size_t B, bool split, bool hc, Acc
       const char* src = (const char*)sh.data() + p * pn;
       int c = hc ? LZ4_compress_HC(src, (char*)enc.data(), (int)pn, (int)enc.size(), 9) : LZ4_compress_fast(src, (char*)enc.data(), (int)pn, (int)enc.size(), 1);
       walk(enc.data(), c, pn, a);
+      if (planes && parts == 4) walk(enc.data(), c, pn, &planes[p]);
     }
   }
 }
@@ -68,16 +71,23 @@ int main() {
   cubestream::synth::ModelSpec spec;
   spec.variables = {"2m_temperature", "10m_u_component_of_wind", "10m_v_component_of_wind", "mean_sea_level_pressure", "surface_pressure", "total_column_water_vapour"};
   cubestream::synth::Era5Model model(spec, 2);
-  Acc w, wh, e_num, e_w, s_num;
+  Acc w, wh, e_num, e_w, s_num, s_planes[4];
   for (std::size_t v = 0; v < spec.variables.size(); ++v) for (int t = 0; t < 2; ++t) {
     Bytes raw(model.field_elements() * 4);
     model.field(v, t, 3, reinterpret_cast<float*>(raw.data()));
     add_blocks(raw, 256 << 10, false, false, &w);
     add_blocks(raw, 256 << 10, false, true, &wh);
-    add_blocks(raw, 512 << 10, true, false, &s_num);  // numcodecs' layout (splits the leftover too)
+    add_blocks(raw, 512 << 10, true, false, &s_num, s_planes);  // numcodecs' layout (splits the leftover too)
   }
   for (int i = 0; i < 4; ++i) { Bytes raw = cubestream_bench::era5_chunk(1 << 20, i * 7919 + 256);
     add_blocks(raw, 512 << 10, true, false, &e_num); add_blocks(raw, 256 << 10, false, false, &e_w); }
   pr("synth numcodecs layout lz4", s_num);
+  // a split stream's cost per plane (the unit kernel's cost is per sequence): plane 0 holds
+  // the floats' lowest bytes, plane 3 sign and exponent
+  for (int p = 0; p < 4; ++p) {
+    char name[64];
+    std::snprintf(name, sizeof name, "  synth numcodecs, byte plane %d", p);
+    pr(name, s_planes[p]);
+  }
   pr("synth writer lz4", w); pr("synth writer lz4hc9", wh); pr("era5 numcodecs layout", e_num); pr("era5 writer layout", e_w);
 }
