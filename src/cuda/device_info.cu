@@ -45,4 +45,11 @@ std::size_t optin_shared_memory_per_block() {
   return out;
 }
 
+int multiprocessor_count() {
+  int dev = 0, sms = 0;
+  CS_CUDA_CHECK(cudaGetDevice(&dev));
+  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
 }  // namespace cubestream::cuda

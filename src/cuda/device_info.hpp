@@ -19,4 +19,8 @@ std::string describe_devices();
 // raises it), so the fallbacks for smaller GPUs can be tested on a large one. 0 without CUDA.
 std::size_t optin_shared_memory_per_block();
 
+// The current device's streaming multiprocessors (132 on an H100): persistent grids and the
+// batch decoders' per-SM bounds are sized by it. 0 without CUDA.
+int multiprocessor_count();
+
 }  // namespace cubestream::cuda

@@ -56,9 +56,8 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 // takes work from a queue until the batch is done (registers decide how many fit per SM).
 template <class Kernel>
 unsigned persistent_blocks(Kernel kernel, bool max_shared = false) {
-  int dev = 0, sms = 0, per_sm = 0;
-  CS_CUDA_CHECK(cudaGetDevice(&dev));
-  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = multiprocessor_count();
+  int per_sm = 0;
   // the blosc unit kernel holds 48 KiB of shared memory per block (staging windows and output
   // rings): ask for the largest shared-memory carveout so that 4 blocks (32 warps) fit on an SM
   if (max_shared)
@@ -158,9 +157,8 @@ bool lz4_bursts_from_env() {
 }
 
 unsigned lz4_ring_blocks() {
-  int dev = 0, sms = 0, per_sm = 0;
-  CS_CUDA_CHECK(cudaGetDevice(&dev));
-  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = multiprocessor_count();
+  int per_sm = 0;
   CS_CUDA_CHECK(cudaFuncSetAttribute(lz4_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(kLz4RingSmem)));
   CS_CUDA_CHECK(cudaFuncSetAttribute(lz4_ring_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,

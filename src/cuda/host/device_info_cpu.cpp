@@ -7,6 +7,7 @@ namespace cubestream::cuda {
 bool compiled_with_cuda() { return false; }
 std::string describe_devices() { return "not compiled in (CPU-only build)"; }
 std::size_t optin_shared_memory_per_block() { return 0; }
+int multiprocessor_count() { return 0; }
 
 }  // namespace cubestream::cuda
 #endif

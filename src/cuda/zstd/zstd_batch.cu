@@ -241,7 +241,8 @@ __global__ void __launch_bounds__(kSeqLanes)
                           unsigned long long run_from, unsigned long long run_to) {
   extern __shared__ uint4 seq_smem[];
   // Runs only for batches of run_from..run_to steps (the plan's count): the dispatch launches
-  // one configuration per range and the others return at once (see SeqConfig).
+  // one configuration per range and the others return at once (launch_sequences in the
+  // dispatch).
   const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
   if (total < run_from || total > run_to) return;
   // The length codes' baselines and extra-bit counts (zl::seq_code_word), one copy per CTA:
@@ -408,7 +409,7 @@ zl::SeqReader sequence_reader_from_env() {
 constexpr unsigned kSeqNarrow = 16;
 constexpr unsigned kSeqWide = 32;
 constexpr unsigned long long kSeqWideStepsPerSm = 60;
-unsigned sequence_steps_per_warp_from_env() {  // 0: by the batch's block count
+unsigned sequence_steps_per_warp_from_env() {  // 0: by the batch's step count
   const char* env = std::getenv("CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP");
   const long v = env ? std::strtol(env, nullptr, 10) : 0;
   return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 0u;
@@ -431,16 +432,8 @@ unsigned execute_warps_from_env() {
   return v >= 1 && v <= 32 ? static_cast<unsigned>(v) : 8u;
 }
 
-// The current device's SMs.
-int multiprocessors() {
-  int dev = 0, sms = 0;
-  CS_CUDA_CHECK(cudaGetDevice(&dev));
-  CS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
 int entropy_blocks() {
-  const int sms = multiprocessors();
+  const int sms = multiprocessor_count();
   int per_sm = 0;
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_entropy_kernel, kEntropyWarps * 32, 0));
   return sms * (per_sm > 0 ? per_sm : 1);
@@ -456,7 +449,7 @@ int sequences_blocks(std::size_t smem) {
   CS_CUDA_CHECK(cudaFuncSetAttribute(zstd_sequences_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                      smem ? static_cast<int>(cudaSharedmemCarveoutMaxShared)
                                           : static_cast<int>(cudaSharedmemCarveoutDefault)));
-  const int sms = multiprocessors();
+  const int sms = multiprocessor_count();
   int per_sm = 0;
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_sequences_kernel, kSeqLanes, smem));
   return sms * (per_sm > 0 ? per_sm : 1);
@@ -564,7 +557,7 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     if (const unsigned fixed = sequence_steps_per_warp_from_env(); fixed != 0) {
       launch_sequences(fixed, 0, kAll);
     } else {
-      const unsigned long long wide_max = kSeqWideStepsPerSm * static_cast<unsigned long long>(multiprocessors());
+      const unsigned long long wide_max = kSeqWideStepsPerSm * static_cast<unsigned long long>(multiprocessor_count());
       launch_sequences(kSeqWide, 0, wide_max);
       launch_sequences(kSeqNarrow, wide_max + 1, kAll);
     }
