@@ -45,8 +45,12 @@ inline std::optional<std::int64_t> get_int(const nlohmann::json& cfg, std::strin
   if (!v) return std::nullopt;
   if (v->is_number_integer()) return v->get<std::int64_t>();
   if (v->is_number_float()) {
+    // only in range may a double be cast to int64 (outside it the cast is undefined; NaN
+    // fails both comparisons): [-2^63, 2^63)
     const double d = v->get<double>();
-    if (d == static_cast<double>(static_cast<std::int64_t>(d))) return static_cast<std::int64_t>(d);
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+        d == static_cast<double>(static_cast<std::int64_t>(d)))
+      return static_cast<std::int64_t>(d);
   }
   fail(codec, key, "must be an integer, got " + v->dump());
 }
