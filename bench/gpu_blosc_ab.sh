@@ -6,7 +6,11 @@
 #     OUT=/some/empty/dir BASE=/path/to/previous/tree bash bench/gpu_blosc_ab.sh
 #
 # More trees to bench beside it: EXTRA="name=/path/to/tree ..." (each built like BASE, in
-# build-NAME/, benched after BASE, written to bench_NAME.md).
+# build-NAME/, benched after BASE, written to bench_NAME.md). BASE=none benches no previous tree.
+# Runtime switches of this tree: ENV_SIDES="name:VAR=VALUE[,VAR=VALUE...] ..." benches this tree's
+# build again with those set (bench_NAME.md) and runs the GPU decoder tests with them too (a
+# gpu_decode_bench setting such as CS_BENCH_CODEC=lz4 applies to every side); ROUNDS=2 benches
+# every side twice, interleaved (new, name, new, name), so that drift of a shared GPU shows.
 #
 # 1. builds both (in parallel: build-base/ in $BASE, build-gpu/ here);
 # 2. this tree's GPU decoder tests and the shared logic's host tests, then the GPU suites
@@ -19,17 +23,23 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
-BASE=${BASE:?set BASE to the previous tree}
+BASE=${BASE:?set BASE to the previous tree, or none}
 HERE=$PWD
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/session.log") 2>&1
 log() { printf '[gpu_blosc_ab %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 log "env"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; nproc
 EXTRA=${EXTRA:-}
-for t in "$BASE" $(for e in $EXTRA; do echo "${e#*=}"; done); do cp bench/gpu_decode_bench.cpp "$t/bench/gpu_decode_bench.cpp"; done
+ENV_SIDES=${ENV_SIDES:-}
+trees=$(for e in $EXTRA; do echo "${e#*=}"; done); [ "$BASE" != none ] && trees="$BASE $trees"
+for t in $trees; do cp bench/gpu_decode_bench.cpp "$t/bench/gpu_decode_bench.cpp"; done
 conf() { cmake -S "$1" -B "$1/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF -DCUBESTREAM_BUILD_TESTS=OFF; }
 log "build (all trees)"
-( conf "$BASE" build-base && ninja -C "$BASE/build-base" -j8 gpu_decode_bench ) >"$OUT/build.log" 2>&1 &
+if [ "$BASE" != none ]; then
+  ( conf "$BASE" build-base && ninja -C "$BASE/build-base" -j8 gpu_decode_bench ) >"$OUT/build.log" 2>&1 &
+else
+  true &
+fi
 pb=$!
 pe=()
 for e in $EXTRA; do
@@ -46,6 +56,12 @@ grep -E "registers|smem" "$OUT/build.log" | head -4
 log "gtest (GPU decoder suites + shared logic)"
 timeout 240 build-gpu/tests/cubestream_tests --gtest_filter='GpuBatch*:Lz4*:Blosc*' >"$OUT/gtest.log" 2>&1
 log "gtest rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gtest.log" | head -20
+for es in $ENV_SIDES; do
+  log "gtest with ${es#*:}"
+  IFS=, read -r -a envs <<<"${es#*:}"
+  env "${envs[@]}" timeout 240 build-gpu/tests/cubestream_tests --gtest_filter='GpuBatch*' >"$OUT/gtest_${es%%:*}.log" 2>&1
+  log "gtest ${es%%:*} rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gtest_${es%%:*}.log" | head -20
+done
 log "memcheck (GPU batch suites)"
 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/cubestream_tests \
   --gtest_filter='GpuBatch*' >"$OUT/memcheck.log" 2>&1
@@ -54,13 +70,24 @@ bench_bin() {  # bench_bin SIDE: base, new or an EXTRA name
   case $1 in
     base) echo "$BASE/build-base/gpu_decode_bench" ;;
     new) echo build-gpu/gpu_decode_bench ;;
-    *) for e in $EXTRA; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}/build-$1/gpu_decode_bench"; done ;;
+    *) for es in $ENV_SIDES; do [ "${es%%:*}" = "$1" ] && echo build-gpu/gpu_decode_bench; done
+       for e in $EXTRA; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}/build-$1/gpu_decode_bench"; done ;;
   esac
 }
-for side in base $(for e in $EXTRA; do echo "${e%%=*}"; done) new; do
-  bin=$(bench_bin $side)
-  log "bench $side"
-  CS_BENCH_REPEAT=${REPEAT:-7} timeout 200 "$bin" >"$OUT/bench_$side.md" 2>&1; log "rc=$?"; cat "$OUT/bench_$side.md"
+side_env() {  # side_env SIDE: the VAR=VALUE an ENV_SIDES side runs with (CS_BENCH_SIDE=SIDE for others)
+  local es
+  for es in $ENV_SIDES; do [ "${es%%:*}" = "$1" ] && { echo "${es#*:}"; return; }; done
+  echo "CS_BENCH_SIDE=$1"
+}
+sides="$( [ "$BASE" != none ] && echo base) $(for e in $EXTRA; do echo "${e%%=*}"; done) new $(for es in $ENV_SIDES; do echo "${es%%:*}"; done)"
+for round in $(seq 1 "${ROUNDS:-1}"); do
+  for side in $sides; do
+    bin=$(bench_bin $side)
+    md="$OUT/bench_$side.md"; [ "$round" -gt 1 ] && md="$OUT/bench_${side}_r$round.md"
+    log "bench $side (round $round)"
+    IFS=, read -r -a envs <<<"$(side_env $side)"
+    env "${envs[@]}" CS_BENCH_REPEAT=${REPEAT:-7} timeout 200 "$bin" >"$md" 2>&1; log "rc=$?"; cat "$md"
+  done
 done
 if [ "${NCU:-1}" = 1 ]; then
   for side in ${NCU_SIDES:-base new}; do

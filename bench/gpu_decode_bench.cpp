@@ -27,7 +27,8 @@
 //   cpu         wall time of the CPU codecs (liblz4; the blosc codec = liblz4 + our unshuffle, what
 //               libblosc does) over the batch on CS_BENCH_THREADS threads (default: all cores)
 // Each the median of CS_BENCH_REPEAT runs (default 7). GB/s are decoded bytes (1e9) per second.
-// CS_BENCH_CASE=text runs only the cases whose "batch / codec" contains text (for a profiler).
+// CS_BENCH_CASE=text runs only the cases whose "batch / codec" contains text (for a profiler);
+// CS_BENCH_CODEC=name only the cases of that codec (e.g. lz4: the numcodecs lz4 rows).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -325,9 +326,11 @@ int main() {
           {"blosc-lz4hc9+shuffle (writer)", &writer_hc, cuda::BatchCodec::kBlosc, {{"id", "blosc"}}},
       };
       const char* only = std::getenv("CS_BENCH_CASE");
+      const char* only_codec = std::getenv("CS_BENCH_CODEC");
       for (const auto& c : cases) {
         if (c.enc == &writer_hc && !batch.synth) continue;  // lz4hc only for the loader's fields
         if (only && *only && (batch.name + " / " + c.name).find(only) == std::string::npos) continue;
+        if (only_codec && *only_codec && c.name != std::string(only_codec)) continue;
         const Row r = run_case(batch.name, c.name, raw, *c.enc, c.kind, c.cfg, repeat, threads);
         std::size_t enc_bytes = 0;
         for (const auto& e : *c.enc) enc_bytes += e.size();

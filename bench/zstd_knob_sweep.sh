@@ -12,9 +12,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/sweep.log") 2>&1
-BUILD=build-sweep
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
-  -DCUBESTREAM_BUILD_TESTS=OFF >"$OUT/build.log" 2>&1 && ninja -C "$BUILD" gpu_zstd_bench >>"$OUT/build.log" 2>&1 ||
+BUILD=${BUILD:-build-sweep}  # an existing Release build with CUDA (e.g. build-gpu) is reused as it is
+{ [ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
+  -DCUBESTREAM_BUILD_TESTS=OFF >"$OUT/build.log" 2>&1; } && ninja -C "$BUILD" gpu_zstd_bench >>"$OUT/build.log" 2>&1 ||
   { grep -E "error|FAILED" "$OUT/build.log" | head -20; exit 1; }
 printf 'Rows: the setting, then gpu_zstd_bench'"'"'s own row (batch, level, ratio, kernel GB/s, ...).\n\n' >"$OUT/sweep.md"
 for cfg in ${CONFIGS:-default}; do

@@ -55,6 +55,20 @@ inline constexpr std::uint32_t kLz4RingLanes = 32;
 inline constexpr std::uint32_t kLz4FastSpan = 280;
 // A burst (Lz4RingWalker::burst) looks this many input positions ahead of the walk at once.
 inline constexpr std::uint32_t kLz4BurstBytes = 512;
+
+// When the walker tries a burst. A burst pays for its whole table (kLz4BurstBytes fast-path
+// shapes, 16 per lane) whatever it then finds; where sequences are long, or the fast path
+// declines them (literal runs over 269 bytes, as plain LZ4 of noisy float fields writes), that
+// costs more than walking the few sequences it yields one by one (H100, session 13: always
+// trying bursts made the era5-like 4 MiB batch 18 % slower while the synth fields ran 2x).
+// So a burst that takes fewer than `min_take` sequences while the batch had room for more is a
+// miss, and after a miss the walker walks 1, 2, 4, ... up to `max_wait` sequences one by one
+// before it tries again; a burst that takes enough resets the wait. Any rule gives the same
+// batches (only the work differs), which the tests check for several rules.
+struct Lz4BurstRule {
+  std::uint32_t min_take = 8;
+  std::uint32_t max_wait = 64;
+};
 // Blocks whose input or output reach this size take the general decoder (positions are 32-bit).
 inline constexpr std::size_t kLz4RingMaxBytes = std::size_t{0xFFFF0000u};
 
@@ -157,7 +171,9 @@ inline constexpr std::uint32_t kLz4Independent = 0x80000000u;
 // lane that fails a check or a rule ending the burst. The records and batches are those the
 // walk one by one makes (tested: Lz4Ring.BurstsMakeTheSameBatches), and a sequence the fast
 // path declines goes through next() as before, so statuses do not change either.
-template <class Fill, class Lanes>
+//
+// Bursts = false compiles them out (the device kernel without bursts keeps the walk's registers).
+template <class Fill, class Lanes, bool Bursts = true>
 struct Lz4RingWalker {
   std::uint32_t in_size;
   std::uint32_t size;
@@ -168,6 +184,9 @@ struct Lz4RingWalker {
   Lz4BatchSeq pending{};
   DecodeStatus status = DecodeStatus::kOk;
   std::uint16_t* burst_table = nullptr;  // kLz4BurstBytes entries (nullptr: no bursts)
+  Lz4BurstRule burst_rule{};
+  std::uint32_t burst_wait = 0;     // sequences to walk one by one before the next burst
+  std::uint32_t burst_backoff = 0;  // the wait after the next miss is twice this (at least 1)
 
   // The next sequence at (ip, op): fast path from the window, else the general parse.
   CS_HD_TEMPLATE CS_HD DecodeStatus next(Lz4BatchSeq* s) {
@@ -221,6 +240,15 @@ struct Lz4RingWalker {
     const std::uint8_t* const w = rd.window + (ip - rd.base);
     std::uint16_t* const tbl = burst_table;
     const std::uint32_t ip0 = ip, in_n = in_size;
+    {
+      // the sequence at ip first, by every lane alike: where the fast path declines it (a long
+      // literal run), next() reads it anyway and a table would find nothing before it. A miss
+      // too: the check is a chain of dependent reads, and in plain LZ4 of noisy fields most
+      // sequences fail it (checked before every such sequence, it cost the era5-like batch a
+      // fifth of its speed on the H100, session 13)
+      Lz4FastShape f0;
+      if (!lz4_fast_shape(w, ip0, in_n, &f0)) return burst_missed();
+    }
     lanes.each([&](unsigned lane) {
       for (std::uint32_t r = lane; r < kLz4BurstBytes; r += kLz4RingLanes) {
         Lz4FastShape f;
@@ -238,7 +266,7 @@ struct Lz4RingWalker {
       ++cnt;
       r = next;
     }
-    if (cnt == 0) return Burst::kNone;
+    if (cnt == 0) return burst_missed();
     // lane i reads sequence i; a prefix sum of the output lengths places them
     typename Lanes::template PerLane<Lz4FastShape> shape;
     typename Lanes::template PerLane<std::uint32_t> len, adv;  // adv: input after it, from ip
@@ -267,8 +295,9 @@ struct Lz4RingWalker {
         src[lane] = at + f.lit - f.off;
       }
     });
+    const std::uint32_t found = cnt;
     cnt = lanes.first(bad, cnt);
-    if (cnt == 0) return Burst::kNone;
+    if (cnt == 0) return burst_missed();
     lanes.scan_min(src);  // the lowest match source up to each lane
     typename Lanes::template PerLane<bool> over;
     const std::uint32_t ms0 = min_src;
@@ -292,6 +321,12 @@ struct Lz4RingWalker {
       }
     });
     const std::uint32_t took = ok < cnt ? ok + 1 : cnt;  // sequences consumed from the input
+    // a miss: few sequences although the batch had room and none of its rules stopped the burst
+    if (took < burst_rule.min_take && found < want && ok == cnt && cnt == found) {
+      static_cast<void>(burst_missed());
+    } else {
+      burst_backoff = 0;
+    }
     ip = ip0 + lanes.get(adv, took - 1);
     op = op0 + lanes.get(len, took - 1);
     if (ok < cnt) {
@@ -323,6 +358,15 @@ struct Lz4RingWalker {
     return Burst::kMore;
   }
 
+  // After a burst that took too little (Lz4BurstRule): wait 1, 2, 4, ... up to max_wait
+  // sequences before the next try.
+  CS_HD Burst burst_missed() {
+    const std::uint32_t twice = burst_backoff == 0 ? 1u : 2u * burst_backoff;
+    burst_backoff = twice < burst_rule.max_wait ? twice : burst_rule.max_wait;
+    burst_wait = burst_backoff;
+    return Burst::kNone;
+  }
+
   // Walks the next batch into *h and seqs; returns true when it is the last one (the block
   // ended or a sequence failed: then `status` says why and the batch holds nothing).
   CS_HD_TEMPLATE CS_HD bool walk(Lz4BatchHead* h, Lz4BatchSeq* seqs) {
@@ -335,9 +379,15 @@ struct Lz4RingWalker {
         b0 = s.op;
       } else {
         if (last || n == kLz4BatchMax) break;
-        const Burst b = burst(seqs, n, b0, end, min_src, flags);
-        if (b == Burst::kEnded) break;
-        if (b == Burst::kMore) continue;
+        if constexpr (Bursts) {
+          if (burst_wait == 0) {
+            const Burst b = burst(seqs, n, b0, end, min_src, flags);
+            if (b == Burst::kEnded) break;
+            if (b == Burst::kMore) continue;
+          } else {
+            --burst_wait;
+          }
+        }
         const DecodeStatus st = next(&s);
         if (st != DecodeStatus::kOk) {
           status = st;
@@ -629,36 +679,37 @@ struct Lz4HostLanes {
     // CS_HD: called inside the copier's CS_HD lambdas, which nvcc also compiles for the device
     CS_HD T& operator[](unsigned lane) { return v[lane]; }
   };
-  template <class F>
-  void each(F&& f) {
+  // CS_HD: the walker's CS_HD members call these (nvcc compiles them for the device too)
+  CS_HD_TEMPLATE template <class F>
+  CS_HD void each(F&& f) {
     each_nosync(f);
     ++meetings;
   }
-  template <class F>
-  void each_nosync(F&& f) {
+  CS_HD_TEMPLATE template <class F>
+  CS_HD void each_nosync(F&& f) {
     for (unsigned l = 0; l < kLz4RingLanes; ++l) f(l);
   }
-  void sync() { ++meetings; }
-  bool leader() const { return true; }
+  CS_HD void sync() { ++meetings; }
+  CS_HD bool leader() const { return true; }
   // The walker's collectives (the device's are warp shuffles and a ballot):
   // set: lane `at` takes value v; get: every lane reads lane `from`'s value;
   // scan_add / scan_min: each lane gets the sum / minimum of lanes 0..itself (inclusive);
   // first: the lowest lane below `limit` whose flag is set, else `limit`.
   template <class T>
-  void set(PerLane<T>& p, unsigned at, const T& v) {
+  CS_HD void set(PerLane<T>& p, unsigned at, const T& v) {
     p[at] = v;
   }
   template <class T>
-  T get(PerLane<T>& p, unsigned from) {
+  CS_HD T get(PerLane<T>& p, unsigned from) {
     return p[from];
   }
-  void scan_add(PerLane<std::uint32_t>& p) {
+  CS_HD void scan_add(PerLane<std::uint32_t>& p) {
     for (unsigned l = 1; l < kLz4RingLanes; ++l) p[l] += p[l - 1];
   }
-  void scan_min(PerLane<std::uint32_t>& p) {
+  CS_HD void scan_min(PerLane<std::uint32_t>& p) {
     for (unsigned l = 1; l < kLz4RingLanes; ++l) p[l] = p[l] < p[l - 1] ? p[l] : p[l - 1];
   }
-  std::uint32_t first(PerLane<bool>& p, std::uint32_t limit) {
+  CS_HD std::uint32_t first(PerLane<bool>& p, std::uint32_t limit) {
     for (std::uint32_t l = 0; l < limit; ++l)
       if (p[l]) return l;
     return limit;
@@ -676,14 +727,15 @@ inline constexpr unsigned kLz4CopyWarps = 3;
 // Host run of the device's ring decoder (tests and fuzzing): one block of in_size bytes that
 // must decode to exactly `size` bytes, with a staging window of window_cap (>= kLz4FastSpan + 16)
 // bytes (bursts need kLz4BurstBytes + kLz4FastSpan + 16; `bursts` false walks one sequence at a
-// time). The walker and the copiers take turns batch by batch, in the order the device's
+// time, `burst_rule` says when bursts are tried). The walker and the copiers take turns batch by batch, in the order the device's
 // barriers impose. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the
 // device. *copier_meetings (when given) receives the warp meetings the copiers' each() and
 // sync() made (phase 2, lone sequences, flushes; phase 1's shared copies meet once per batch
 // on the device and are not counted).
 inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                          std::size_t size, std::size_t window_cap = 4096,
-                                         std::uint64_t* copier_meetings = nullptr, bool bursts = true) {
+                                         std::uint64_t* copier_meetings = nullptr, bool bursts = true,
+                                         Lz4BurstRule burst_rule = {}) {
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
     return lz4_decode_exact_with(in, in_size, out, size, copy);
@@ -701,6 +753,7 @@ inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_
                                                    Lz4StagedReader<Lz4MemcpyFill>{in, in_size, window, window_cap, {}},
                                                    {}};
   if (bursts) walker.burst_table = b->burst;
+  walker.burst_rule = burst_rule;
   Lz4RingCopier<Lz4HostLanes> copier{in, out, b->ring, {}};
   copier.init();
   for (;;) {

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "codec/logic/blosc_decode.hpp"
@@ -96,6 +97,11 @@ __device__ DecodeStatus load_status(const DecodeStatus* status) {
 // first, so that the batch does not end on a few large buffers), and blocks that drew small
 // chunks take more.
 constexpr std::size_t kLz4RingWindow = 4096;
+// The buffers that take the walker's bursts: decoded size at least this times the compressed
+// size (Lz4BurstSplit). The kernel with bursts ran the synth fields (ratio 1.18) 1.47x faster
+// and the era5-like 4 MiB and mixed batches (1.04, 1.03) 30-38 % slower whatever the rule for
+// trying them (H100, session 13; docs/gpu_decoders.md, "Bursts in the walker").
+constexpr float kLz4BurstMinRatio = 1.1f;
 constexpr std::size_t kLz4RingSmem = logic::kLz4RingBytes + kLz4RingWindow +
                                      2 * logic::kLz4BatchMax * sizeof(logic::Lz4BatchSeq) +
                                      2 * sizeof(logic::Lz4BatchHead) + logic::kLz4BurstBytes * sizeof(std::uint16_t);
@@ -109,8 +115,20 @@ __global__ void __launch_bounds__(1024) lz4_order_kernel(DeviceBatch b, std::uin
   detail::order_largest_first(b.num_buffers, [&](std::size_t i) { return b.dst_bytes[i]; }, order, sh);
 }
 
+// Which buffers' walks take bursts (the kernel chooses per buffer): those whose decoded size is
+// at least `min_ratio` times their compressed size (lz4_burst_buffer). Denser sequences come
+// with higher ratios, and bursts pay only where sequences are dense (docs/gpu_decoders.md,
+// "Bursts in the walker").
+struct Lz4BurstSplit {
+  logic::Lz4BurstRule rule;
+  float min_ratio;
+};
+__device__ inline bool lz4_burst_buffer(const DeviceBatch& b, std::size_t i, float min_ratio) {
+  return static_cast<double>(b.dst_bytes[i]) >= static_cast<double>(min_ratio) * static_cast<double>(b.src_bytes[i]);
+}
+
 __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBatch b, unsigned long long* counter,
-                                                                       const std::uint32_t* order, bool bursts) {
+                                                                       const std::uint32_t* order, Lz4BurstSplit split) {
   extern __shared__ uint4 lz4_smem[];
   __shared__ unsigned long long item;
   auto* ring = reinterpret_cast<std::uint8_t*>(lz4_smem);
@@ -124,7 +142,8 @@ __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBat
     __syncthreads();
     if (item >= b.num_buffers) break;
     const std::size_t i = order[item];
-    detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, bursts ? burst : nullptr, kLz4RingWindow, warp};
+    detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, burst, split.rule,
+                                  lz4_burst_buffer(b, i, split.min_ratio), kLz4RingWindow, warp};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
     if (threadIdx.x == 0) b.status[i] = st;
     // every warp is done with the ring, the window and `item` before the next buffer
@@ -147,13 +166,32 @@ __global__ void __launch_bounds__(kThreads) lz4_warp_kernel(DeviceBatch b, unsig
   }
 }
 
-// Whether the LZ4 walker takes bursts of sequences (codec/logic/lz4_ring.hpp,
-// Lz4RingWalker::burst). Off unless CUBESTREAM_LZ4_BURSTS=1 until they are measured on a GPU:
-// the host runs of the same logic (tests, fuzzing) take them always, but the device's lane
-// collectives (RingLanes) have not run yet (docs/gpu_decoders.md, "Bursts in the walker").
-bool lz4_bursts_from_env() {
-  const char* env = std::getenv("CUBESTREAM_LZ4_BURSTS");
-  return env && env[0] == '1';
+// The LZ4 walker's bursts (codec/logic/lz4_ring.hpp, Lz4RingWalker::burst): which buffers take
+// them and when the walker tries one (Lz4BurstRule). CUBESTREAM_LZ4_BURSTS=0 gives them to no
+// buffer, =1 to every buffer; CUBESTREAM_LZ4_BURST_RATIO (a decimal number) replaces the ratio
+// bound; CUBESTREAM_LZ4_BURST_MIN_TAKE and CUBESTREAM_LZ4_BURST_MAX_WAIT (0-32 and 0-4096)
+// replace the rule's numbers. For A/B runs: every setting decodes the same bytes.
+Lz4BurstSplit lz4_bursts_from_env() {
+  Lz4BurstSplit s{{}, kLz4BurstMinRatio};
+  if (const char* env = std::getenv("CUBESTREAM_LZ4_BURST_RATIO")) {
+    char* end = nullptr;
+    const float r = std::strtof(env, &end);
+    if (end != env && *end == '\0' && r >= 0.0f) s.min_ratio = r;
+  }
+  if (const char* env = std::getenv("CUBESTREAM_LZ4_BURSTS")) {
+    if (env[0] == '0') s.min_ratio = std::numeric_limits<float>::infinity();
+    if (env[0] == '1') s.min_ratio = 0.0f;
+  }
+  const auto number = [](const char* name, std::uint32_t max, std::uint32_t* v) {
+    const char* env = std::getenv(name);
+    if (env == nullptr || *env == '\0') return;
+    char* end = nullptr;
+    const unsigned long x = std::strtoul(env, &end, 10);
+    if (*end == '\0' && x <= max) *v = static_cast<std::uint32_t>(x);
+  };
+  number("CUBESTREAM_LZ4_BURST_MIN_TAKE", logic::kLz4BatchMax, &s.rule.min_take);
+  number("CUBESTREAM_LZ4_BURST_MAX_WAIT", 4096, &s.rule.max_wait);
+  return s;
 }
 
 unsigned lz4_ring_blocks() {
@@ -433,8 +471,7 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
         CS_CUDA_CHECK(cudaGetLastError());
         return;
       }
-      const unsigned blocks =
-          static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
+      const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
       lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter, order,
                                                                               lz4_bursts_from_env());
       CS_CUDA_CHECK(cudaGetLastError());

@@ -200,6 +200,40 @@ __device__ inline void bar_arrive(unsigned id, unsigned threads) {
   }
 }
 
+// The walker warp's part of a block (warp 0 of WarpRing64Copier): walks it into the two batch
+// buffers in turn, batch b into buffer b mod 2, and returns the walk's status. Out of line, one
+// function per Bursts: each gets its own registers and schedule, so the walk without bursts is
+// the same code whether or not the kernel also holds the walk with them (a kernel that inlined
+// the bursts walked the era5-like batch 20 % slower even where it tried no burst; H100,
+// session 13).
+template <bool Bursts>
+__device__ __noinline__ codec::logic::DecodeStatus lz4_ring_walk(const std::uint8_t* in, std::uint32_t in_size,
+                                                                 std::uint32_t size, std::uint8_t* window,
+                                                                 std::size_t window_cap, unsigned lane,
+                                                                 codec::logic::Lz4BatchSeq* seqs,
+                                                                 codec::logic::Lz4BatchHead* heads,
+                                                                 std::uint16_t* burst_table,
+                                                                 codec::logic::Lz4BurstRule burst_rule) {
+  namespace logic = codec::logic;
+  logic::Lz4RingWalker<RingFill, RingLanes, Bursts> walker{
+      in_size, size, logic::Lz4StagedReader<RingFill>{in, in_size, window, window_cap, RingFill{lane, in + in_size}},
+      RingLanes{lane}};
+  walker.burst_table = burst_table;
+  walker.burst_rule = burst_rule;
+  unsigned b = 0;
+  for (;; ++b) {
+    const unsigned i = b & 1u;
+    if (b >= 2) bar_sync(kLz4BarEmpty + i, kLz4Threads);
+    const bool done = walker.walk(&heads[i], seqs + i * logic::kLz4BatchMax);
+    __syncwarp();
+    bar_arrive(kLz4BarFull + i, kLz4Threads);
+    if (done) break;
+  }
+  // the copiers' arrivals for the last (up to) two batches
+  for (unsigned k = b >= 1 ? b - 1 : 0; k <= b; ++k) bar_sync(kLz4BarEmpty + (k & 1u), kLz4Threads);
+  return walker.status;
+}
+
 // The numcodecs lz4 kernel's copier, run by every warp of a thread block of kLz4Warps warps on
 // the same buffer: warp 0 walks the block (codec/logic/lz4_ring.hpp, Lz4RingWalker) into two
 // batch buffers in turn; the copier warps share each batch's phase 1, copier warp 0 (warp 1)
@@ -212,11 +246,15 @@ __device__ inline void bar_arrive(unsigned id, unsigned threads) {
 //            for the last min(B, 2) batches
 //   copiers: sync FULL_i  [flush; sync COPY]  phase 1; sync COPY  phase 2; sync COPY
 //            arrive EMPTY_i
+//
+// bursts: whether this block's walk takes bursts (Lz4RingWalker::burst), chosen per buffer.
 struct WarpRing64Copier : WarpCopier {
   std::uint8_t* ring;                  // kLz4RingBytes of shared memory, 16-byte aligned
   codec::logic::Lz4BatchSeq* seqs;     // 2 x kLz4BatchMax records in shared memory
   codec::logic::Lz4BatchHead* heads;   // 2 batch heads in shared memory
   std::uint16_t* burst_table;          // the walker's kLz4BurstBytes entries in shared memory
+  codec::logic::Lz4BurstRule burst_rule;  // when the walker tries a burst
+  bool bursts;                         // whether it takes any (lz4_ring_walk<true>)
   std::size_t window_cap;              // bytes of `window` (WarpCopier's fallback uses 2 KiB)
   unsigned warp;                       // warp index in the thread block
 
@@ -230,23 +268,9 @@ struct WarpRing64Copier : WarpCopier {
     }
     if (in_size == 0) return logic::DecodeStatus::kCorrupt;
     if (warp == 0) {
-      logic::Lz4RingWalker<RingFill, RingLanes> walker{
-          static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size),
-          logic::Lz4StagedReader<RingFill>{in, in_size, window, window_cap, RingFill{lane, in + in_size}},
-          RingLanes{lane}};
-      walker.burst_table = burst_table;
-      unsigned b = 0;
-      for (;; ++b) {
-        const unsigned i = b & 1u;
-        if (b >= 2) bar_sync(kLz4BarEmpty + i, kLz4Threads);
-        const bool done = walker.walk(&heads[i], seqs + i * logic::kLz4BatchMax);
-        __syncwarp();
-        bar_arrive(kLz4BarFull + i, kLz4Threads);
-        if (done) break;
-      }
-      // the copiers' arrivals for the last (up to) two batches
-      for (unsigned k = b >= 1 ? b - 1 : 0; k <= b; ++k) bar_sync(kLz4BarEmpty + (k & 1u), kLz4Threads);
-      return walker.status;
+      const auto n_in = static_cast<std::uint32_t>(in_size), n_out = static_cast<std::uint32_t>(size);
+      return bursts ? lz4_ring_walk<true>(in, n_in, n_out, window, window_cap, lane, seqs, heads, burst_table, burst_rule)
+                    : lz4_ring_walk<false>(in, n_in, n_out, window, window_cap, lane, seqs, heads, nullptr, burst_rule);
     }
     const unsigned cw = warp - 1;  // copier warp index
     logic::Lz4RingCopier<RingLanes> copier{in, out, ring, RingLanes{lane}};

@@ -125,7 +125,7 @@ TEST(Lz4Ring, DamagedBlocksGetTheSerialStatus) {
 
 // The walker's batches with and without bursts (Lz4RingWalker::burst): every batch head and
 // record and the final status must be equal, batch by batch. Input in an exact-size copy.
-void expect_same_batches(const Buf& in, std::size_t size, const char* what) {
+void expect_same_batches(const Buf& in, std::size_t size, const char* what, logic::Lz4BurstRule rule = {}) {
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
   if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
   const auto n_in = static_cast<std::uint32_t>(in.size());
@@ -137,6 +137,7 @@ void expect_same_batches(const Buf& in, std::size_t size, const char* what) {
   Walker burst{n_in, n_out, logic::Lz4StagedReader<logic::Lz4MemcpyFill>{src.get(), in.size(), win_b.data(), 4096, {}},
                {}};
   burst.burst_table = table.data();
+  burst.burst_rule = rule;
   logic::Lz4BatchSeq sa[logic::kLz4BatchMax], sb[logic::kLz4BatchMax];
   for (int batch = 0;; ++batch) {
     logic::Lz4BatchHead ha{}, hb{};
@@ -169,13 +170,19 @@ TEST(Lz4Ring, BurstsMakeTheSameBatches) {
         const Buf enc = liblz4_block(src, level);
         const std::string what = std::string(kind.name) + " " + std::to_string(n) + " level " + std::to_string(level);
         expect_same_batches(enc, src.size(), what.c_str());
+        // when bursts are tried changes the work, never the batches: always (no misses, no
+        // waits), seldom (everything short of a full batch is a miss) and a wait of one
+        expect_same_batches(enc, src.size(), (what + " always").c_str(), {0, 0});
+        expect_same_batches(enc, src.size(), (what + " seldom").c_str(), {logic::kLz4BatchMax, 1024});
+        expect_same_batches(enc, src.size(), (what + " wait 1").c_str(), {4, 1});
         // damaged: cut, bytes flipped, and the wrong decoded size
         if (enc.size() > 16) {
           expect_same_batches(Buf(enc.begin(), enc.begin() + enc.size() * 2 / 3), src.size(), (what + " cut").c_str());
           for (int trial = 0; trial < 20; ++trial) {
             Buf bad = enc;
             for (int f = 0; f < 3; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
-            expect_same_batches(bad, src.size(), (what + " flipped").c_str());
+            expect_same_batches(bad, src.size(), (what + " flipped").c_str(),
+                                trial % 2 ? logic::Lz4BurstRule{} : logic::Lz4BurstRule{0, 0});
           }
           expect_same_batches(enc, src.size() - 1, (what + " short").c_str());
           expect_same_batches(enc, src.size() + 5, (what + " long").c_str());

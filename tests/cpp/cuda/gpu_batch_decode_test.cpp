@@ -287,15 +287,14 @@ TEST(GpuBatch, Lz4DamagedBuffersGetStatusesAndStayInBounds) {
   expect_lz4_as_host_logic(b);  // the GPU says what the shared logic says on the host
 }
 
-// The walker's bursts (codec/logic/lz4_ring.hpp, Lz4RingWalker::burst; on the device only with
-// CUBESTREAM_LZ4_BURSTS=1 until measured): good buffers of every data kind at three levels and
-// damaged ones give the host logic's statuses and bytes.
-TEST(GpuBatch, Lz4BurstsOnRequestMatchTheHostLogic) {
+// The walker's bursts (codec/logic/lz4_ring.hpp, Lz4RingWalker::burst) and the split of a
+// batch between the kernel with bursts and the one without (by compression ratio): good buffers
+// of every data kind at three levels and damaged ones give the host logic's statuses and bytes
+// with bursts for every buffer, for none, tried before every sequence, and with the batch split
+// at its median ratio (so both kernels run, each buffer decoded by exactly one: a skipped
+// buffer would keep its guard bytes).
+TEST(GpuBatch, Lz4BurstsAndTheSplitMatchTheHostLogic) {
   REQUIRE_GPU();
-  struct BurstsOn {
-    BurstsOn() { setenv("CUBESTREAM_LZ4_BURSTS", "1", 1); }
-    ~BurstsOn() { unsetenv("CUBESTREAM_LZ4_BURSTS"); }
-  } on;
   std::vector<Buf> enc;
   std::vector<std::size_t> sizes;
   const std::vector<Buf> data = sample_data(60, 2);
@@ -305,9 +304,29 @@ TEST(GpuBatch, Lz4BurstsOnRequestMatchTheHostLogic) {
   }
   const Buf src = climate_bytes(300000);
   add_damaged_lz4(numcodecs_lz4(src, 0), src.size(), 128, 17, &enc, &sizes);
-  Batch b(enc, sizes, 3);
-  b.decode(cuda::BatchCodec::kLz4);
-  expect_lz4_as_host_logic(b);
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < enc.size(); ++i)
+    if (!enc[i].empty()) ratios.push_back(static_cast<double>(sizes[i]) / static_cast<double>(enc[i].size()));
+  std::sort(ratios.begin(), ratios.end());
+  const std::string median = std::to_string(ratios[ratios.size() / 2]);
+  const struct {
+    const char* what;
+    std::vector<std::pair<const char*, std::string>> env;
+  } settings[] = {
+      {"every buffer", {{"CUBESTREAM_LZ4_BURSTS", "1"}}},
+      {"no buffer", {{"CUBESTREAM_LZ4_BURSTS", "0"}}},
+      {"always tried", {{"CUBESTREAM_LZ4_BURSTS", "1"}, {"CUBESTREAM_LZ4_BURST_MIN_TAKE", "0"}, {"CUBESTREAM_LZ4_BURST_MAX_WAIT", "0"}}},
+      {"split at the median ratio", {{"CUBESTREAM_LZ4_BURST_RATIO", median}}},
+      {"the default", {}},
+  };
+  for (const auto& setting : settings) {
+    SCOPED_TRACE(setting.what);
+    for (const auto& [name, value] : setting.env) setenv(name, value.c_str(), 1);
+    Batch b(enc, sizes, 3);
+    b.decode(cuda::BatchCodec::kLz4);
+    for (const auto& [name, value] : setting.env) unsetenv(name);
+    expect_lz4_as_host_logic(b);
+  }
 }
 
 // Data that drives every path of the device's LZ4 block decoder (cuda/decode/warp_ring_lz4.cuh):
