@@ -403,7 +403,8 @@ zl::SeqReader sequence_reader_from_env() {
 // batch's step count (a frame's blocks plus its start and end steps), which only the plan
 // knows: kSeqWide lanes for batches of at most kSeqWideStepsPerSm steps per SM, kSeqNarrow
 // otherwise. The bound lies between the two measured batches (counted on the host: ~7 000 steps,
-// 53 per SM of an H100, for the small one; ~8 700, 66 per SM, for the large one); where between
+// 53 per SM of an H100, for the small one; ~8 700, 66 per SM, for the large one), and on the H100
+// the default then ran each batch as fast as its better forced width (session 13); where between
 // them the better width changes is not measured.
 // CUBESTREAM_ZSTD_SEQ_STEPS_PER_WARP (1-32) fixes one width for every batch (A/B runs).
 constexpr unsigned kSeqNarrow = 16;
