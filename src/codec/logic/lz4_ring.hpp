@@ -119,6 +119,21 @@ CS_HD inline bool lz4_fast_shape(const std::uint8_t* w, std::uint32_t ip, std::u
   return true;
 }
 
+// lz4_fast_shape's answer for a burst's table: the input the sequence at w takes (`size`), or
+// 0 where the fast path does not apply; `left` is in_size - ip. The same result, written without
+// branches so that a lane's table positions overlap: w[0] and w[1] are read together, then
+// w[q], w[q + 1] and w[q + 2] together (q <= 271, so all within kLz4FastSpan), where
+// lz4_fast_shape waits for each length byte before the next read.
+CS_HD inline std::uint32_t lz4_fast_next(const std::uint8_t* w, std::uint32_t left) {
+  const std::uint32_t t = w[0], e1 = w[1];
+  const std::uint32_t lit_ext = (t >> 4) == 15u ? 1u : 0u;
+  const std::uint32_t q = 1u + lit_ext + (t >> 4) + (lit_ext ? e1 : 0u);  // offset position
+  const std::uint32_t e2 = w[q + 2];
+  const std::uint32_t m_ext = (t & 15u) == 15u ? 1u : 0u;
+  const bool ok = !(lit_ext && e1 == 255u) && left >= q + 3u && !(m_ext && e2 == 255u);
+  return ok ? q + 2u + m_ext : 0u;
+}
+
 // The checks of lz4_read_sequence that need the output position op: literals and match inside
 // the output, an offset that is not 0 and not before the output's start.
 CS_HD inline bool lz4_fast_checks(std::uint32_t lit, std::uint32_t off, std::uint32_t mlen, std::uint32_t op,
@@ -250,9 +265,12 @@ struct Lz4RingWalker {
       if (!lz4_fast_shape(w, ip0, in_n, &f0)) return burst_missed();
     }
     lanes.each([&](unsigned lane) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll 4
+#endif
       for (std::uint32_t r = lane; r < kLz4BurstBytes; r += kLz4RingLanes) {
-        Lz4FastShape f;
-        tbl[r] = lz4_fast_shape(w + r, ip0 + r, in_n, &f) ? static_cast<std::uint16_t>(r + f.size) : 0;
+        const std::uint32_t size = lz4_fast_next(w + r, in_n - (ip0 + r));
+        tbl[r] = size != 0 ? static_cast<std::uint16_t>(r + size) : std::uint16_t{0};
       }
     });
     // the tokens: lane i gets the i-th one's position relative to ip

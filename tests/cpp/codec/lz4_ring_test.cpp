@@ -161,6 +161,27 @@ void expect_same_batches(const Buf& in, std::size_t size, const char* what, logi
   ASSERT_EQ(one.status, burst.status) << what;
 }
 
+// The burst table's branch-free next-token (lz4_fast_next) against the fast path's shape, at
+// every position of random windows whose tokens and length bytes lean to the edge values (15
+// nibbles, 254 and 255 length bytes) and at every remaining-input count around each sequence.
+TEST(Lz4Ring, BurstTableAgreesWithTheFastShape) {
+  std::mt19937 rng(11);
+  const std::uint8_t edges[] = {0x00, 0x0F, 0xF0, 0xFF, 0xEF, 0xFE, 254, 255, 1, 16};
+  for (int trial = 0; trial < 200; ++trial) {
+    Buf win(logic::kLz4FastSpan + 64);
+    for (auto& b : win) b = rng() % 3 == 0 ? edges[rng() % std::size(edges)] : static_cast<std::uint8_t>(rng());
+    for (std::uint32_t r = 0; r < 64; ++r) {
+      for (std::uint32_t left : {0u, 1u, 3u, 17u, 100u, 270u, 271u, 272u, 273u, 274u, 275u, 276u, 1000u}) {
+        logic::Lz4FastShape f;
+        const std::uint32_t in_size = 5000;  // ip = in_size - left
+        const bool ok = logic::lz4_fast_shape(win.data() + r, in_size - left, in_size, &f);
+        ASSERT_EQ(logic::lz4_fast_next(win.data() + r, left), ok ? f.size : 0u)
+            << "trial " << trial << " position " << r << " left " << left;
+      }
+    }
+  }
+}
+
 TEST(Lz4Ring, BurstsMakeTheSameBatches) {
   std::mt19937 rng(3);
   for (const auto& kind : kDataKinds) {
