@@ -98,9 +98,10 @@ __device__ DecodeStatus load_status(const DecodeStatus* status) {
 // chunks take more.
 constexpr std::size_t kLz4RingWindow = 4096;
 // The buffers that take the walker's bursts: decoded size at least this times the compressed
-// size (Lz4BurstSplit). The kernel with bursts ran the synth fields (ratio 1.18) 1.47x faster
-// and the era5-like 4 MiB and mixed batches (1.04, 1.03) 30-38 % slower whatever the rule for
-// trying them (H100, session 13; docs/gpu_decoders.md, "Bursts in the walker").
+// size (Lz4BurstSplit). With bursts the synth fields (ratio 1.18) ran 1.6x faster, the era5-like
+// 4 MiB batch (1.04) 3 % faster and the mixed one (1.03) 6 % slower (H100, session 13;
+// docs/gpu_decoders.md, "Bursts in the walker"); a ratio cannot tell the last two apart, and
+// 1.05-1.2 measured alike.
 constexpr float kLz4BurstMinRatio = 1.1f;
 constexpr std::size_t kLz4RingSmem = logic::kLz4RingBytes + kLz4RingWindow +
                                      2 * logic::kLz4BatchMax * sizeof(logic::Lz4BatchSeq) +
