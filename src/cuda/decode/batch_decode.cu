@@ -118,8 +118,8 @@ __global__ void __launch_bounds__(1024) lz4_order_kernel(DeviceBatch b, std::uin
 
 // Which buffers' walks take bursts (the kernel chooses per buffer): those whose decoded size is
 // at least `min_ratio` times their compressed size (lz4_burst_buffer). Denser sequences come
-// with higher ratios, and bursts pay only where sequences are dense (docs/gpu_decoders.md,
-// "Bursts in the walker").
+// with higher ratios, and bursts pay most where sequences are dense (kLz4BurstMinRatio says how
+// much; docs/gpu_decoders.md, "Bursts in the walker").
 struct Lz4BurstSplit {
   logic::Lz4BurstRule rule;
   float min_ratio;
