@@ -84,7 +84,7 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
   // with the device's 4 KiB window, where the walker takes bursts of sequences at once (tried
   // always, or after the default rule's waits)
   const logic::Lz4BurstRule rule = size % 2 ? logic::Lz4BurstRule{} : logic::Lz4BurstRule{0, 0};
-  const logic::DecodeStatus st5 = logic::lz4_ring_decode_host(in, size, ringed.get(), out_size, 4096, nullptr, true, rule);
+  const logic::DecodeStatus st5 = logic::lz4_ring_decode_host(in, size, ringed.get(), out_size, 4096, nullptr, rule);
   if (st5 != st4) bug("ring decoder with bursts: status differs from the serial decoder", static_cast<std::size_t>(st5),
                       static_cast<std::size_t>(st4));
   if (st5 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)

@@ -56,15 +56,15 @@ inline constexpr std::uint32_t kLz4FastSpan = 280;
 // A burst (Lz4RingWalker::burst) looks this many input positions ahead of the walk at once.
 inline constexpr std::uint32_t kLz4BurstBytes = 512;
 
-// When the walker tries a burst. A burst pays for its whole table (kLz4BurstBytes fast-path
-// shapes, 16 per lane) whatever it then finds; where sequences are long, or the fast path
-// declines them (literal runs over 269 bytes, as plain LZ4 of noisy float fields writes), that
-// costs more than walking the few sequences it yields one by one (H100, session 13: always
-// trying bursts made the era5-like 4 MiB batch 18 % slower while the synth fields ran 2x).
-// So a burst that takes fewer than `min_take` sequences while the batch had room for more is a
+// When the walker tries a burst. A burst pays for its whole table (kLz4BurstBytes positions,
+// 16 per lane) whatever it then finds, so where it yields few sequences (sparse tokens, or a
+// sequence the fast path declines early in the table) walking them one by one is cheaper. A
+// burst that takes fewer than `min_take` sequences while the batch had room for more is a
 // miss, and after a miss the walker walks 1, 2, 4, ... up to `max_wait` sequences one by one
-// before it tries again; a burst that takes enough resets the wait. Any rule gives the same
-// batches (only the work differs), which the tests check for several rules.
+// before it tries again; a burst that takes enough resets the wait. On the H100 (session 13)
+// the rule changed little next to making the table cheap (docs/gpu_decoders.md, "Bursts in
+// the walker"). Any rule gives the same batches (only the work differs), which the tests check
+// for several rules.
 struct Lz4BurstRule {
   std::uint32_t min_take = 8;
   std::uint32_t max_wait = 64;
@@ -122,8 +122,8 @@ CS_HD inline bool lz4_fast_shape(const std::uint8_t* w, std::uint32_t ip, std::u
 // lz4_fast_shape's answer for a burst's table: the input the sequence at w takes (`size`), or
 // 0 where the fast path does not apply; `left` is in_size - ip. The same result, written without
 // branches so that a lane's table positions overlap: w[0] and w[1] are read together, then
-// w[q], w[q + 1] and w[q + 2] together (q <= 271, so all within kLz4FastSpan), where
-// lz4_fast_shape waits for each length byte before the next read.
+// w[q + 2] (q <= 271, so within kLz4FastSpan; the offset bytes are not needed for the size),
+// where lz4_fast_shape waits for each length byte before the next read.
 CS_HD inline std::uint32_t lz4_fast_next(const std::uint8_t* w, std::uint32_t left) {
   const std::uint32_t t = w[0], e1 = w[1];
   const std::uint32_t lit_ext = (t >> 4) == 15u ? 1u : 0u;
@@ -180,7 +180,7 @@ inline constexpr std::uint32_t kLz4Independent = 0x80000000u;
 // the pace"). Where the next kLz4BurstBytes + kLz4FastSpan input bytes are staged, a burst
 // takes up to a batch's worth of sequences at once: the lanes compute, for every position of
 // the next kLz4BurstBytes, where the next token would be if a token stood there
-// (lz4_fast_shape; 0 where the fast path does not apply) into `burst_table`; one walk along
+// (lz4_fast_next; 0 where the fast path does not apply) into `burst_table`; one walk along
 // that table finds the tokens (one load per sequence); lane i then reads sequence i, a prefix
 // sum gives the output positions, and the checks and the batch rules run per lane, the first
 // lane that fails a check or a rule ending the burst. The records and batches are those the
@@ -255,15 +255,9 @@ struct Lz4RingWalker {
     const std::uint8_t* const w = rd.window + (ip - rd.base);
     std::uint16_t* const tbl = burst_table;
     const std::uint32_t ip0 = ip, in_n = in_size;
-    {
-      // the sequence at ip first, by every lane alike: where the fast path declines it (a long
-      // literal run), next() reads it anyway and a table would find nothing before it. A miss
-      // too: the check is a chain of dependent reads, and in plain LZ4 of noisy fields most
-      // sequences fail it (checked before every such sequence, it cost the era5-like batch a
-      // fifth of its speed on the H100, session 13)
-      Lz4FastShape f0;
-      if (!lz4_fast_shape(w, ip0, in_n, &f0)) return burst_missed();
-    }
+    // the sequence at ip first, by every lane alike: where the fast path declines it, next()
+    // reads it anyway and the table would find nothing before it (a miss, like an empty table)
+    if (lz4_fast_next(w, in_n - ip0) == 0) return burst_missed();
     lanes.each([&](unsigned lane) {
 #if defined(__CUDA_ARCH__)
 #pragma unroll 4
@@ -744,16 +738,15 @@ inline constexpr unsigned kLz4CopyWarps = 3;
 
 // Host run of the device's ring decoder (tests and fuzzing): one block of in_size bytes that
 // must decode to exactly `size` bytes, with a staging window of window_cap (>= kLz4FastSpan + 16)
-// bytes (bursts need kLz4BurstBytes + kLz4FastSpan + 16; `bursts` false walks one sequence at a
-// time, `burst_rule` says when bursts are tried). The walker and the copiers take turns batch by batch, in the order the device's
-// barriers impose. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the
+// bytes (bursts need kLz4BurstBytes + kLz4FastSpan + 16: a smaller window walks one sequence
+// at a time; `burst_rule` says when bursts are tried). The walker and the copiers take turns
+// batch by batch, in the order the device's barriers impose. Blocks at or over kLz4RingMaxBytes take lz4_decode_exact_with, as on the
 // device. *copier_meetings (when given) receives the warp meetings the copiers' each() and
 // sync() made (phase 2, lone sequences, flushes; phase 1's shared copies meet once per batch
 // on the device and are not counted).
 inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                          std::size_t size, std::size_t window_cap = 4096,
-                                         std::uint64_t* copier_meetings = nullptr, bool bursts = true,
-                                         Lz4BurstRule burst_rule = {}) {
+                                         std::uint64_t* copier_meetings = nullptr, Lz4BurstRule burst_rule = {}) {
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
     return lz4_decode_exact_with(in, in_size, out, size, copy);
@@ -770,7 +763,7 @@ inline DecodeStatus lz4_ring_decode_host(const std::uint8_t* in, std::size_t in_
   Lz4RingWalker<Lz4MemcpyFill, Lz4HostLanes> walker{static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size),
                                                    Lz4StagedReader<Lz4MemcpyFill>{in, in_size, window, window_cap, {}},
                                                    {}};
-  if (bursts) walker.burst_table = b->burst;
+  walker.burst_table = b->burst;
   walker.burst_rule = burst_rule;
   Lz4RingCopier<Lz4HostLanes> copier{in, out, b->ring, {}};
   copier.init();
