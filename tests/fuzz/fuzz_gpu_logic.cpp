@@ -1,7 +1,8 @@
 // libFuzzer harness for the decoder logic the GPU kernels run (host build of the same CS_HD
 // code), compiled once per entry point with -DCS_FUZZ_GPU_LOGIC="<name>":
 //   lz4_block    codec/logic/lz4_block.hpp: a raw block and the numcodecs framing, and the
-//                numcodecs kernel's ring decoder (codec/logic/lz4_ring.hpp) run lane by lane
+//                numcodecs kernel's ring decoder (codec/logic/lz4_ring.hpp) run lane by lane,
+//                and the segmented decoder (codec/logic/lz4_segments.hpp)
 //   blosc_units  codec/logic/blosc_decode.hpp: plan, every work unit, every block's unshuffle
 //
 // Input layout as in fuzz_codec.cpp: bytes 0-1 pick the output size (little-endian, times 16),
@@ -18,6 +19,7 @@
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_ring.hpp"
+#include "codec/logic/lz4_segments.hpp"
 
 #ifndef CS_FUZZ_GPU_LOGIC
 #error "compile with -DCS_FUZZ_GPU_LOGIC=\"lz4_block\" or \"blosc_units\""
@@ -89,6 +91,14 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
                       static_cast<std::size_t>(st4));
   if (st5 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("ring decoder with bursts: bytes differ from the serial decoder", out_size, size);
+  // the segmented decoder (walk, literals, matches in groups), with the device's 8 KiB walk
+  // window or a small one
+  const logic::DecodeStatus st6 =
+      logic::lz4_segments_decode_host(in, size, ringed.get(), out_size, size % 3 == 0 ? 296 : 8192);
+  if (st6 != st4) bug("segmented decoder status differs from the serial decoder", static_cast<std::size_t>(st6),
+                      static_cast<std::size_t>(st4));
+  if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
+    bug("segmented decoder bytes differ from the serial decoder", out_size, size);
 }
 
 void fuzz_blosc(const std::uint8_t* in, std::size_t size, std::size_t cap) {

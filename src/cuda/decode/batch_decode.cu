@@ -29,6 +29,7 @@
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
 #include "cuda/decode/largest_first.cuh"
+#include "cuda/decode/lz4_segments.hpp"
 #include "cuda/device_info.hpp"
 #include "cuda/decode/nvtx_range.hpp"
 #include "cuda/decode/warp_copy.cuh"
@@ -128,8 +129,12 @@ __device__ inline bool lz4_burst_buffer(const DeviceBatch& b, std::size_t i, flo
   return static_cast<double>(b.dst_bytes[i]) >= static_cast<double>(min_ratio) * static_cast<double>(b.src_bytes[i]);
 }
 
+// Buffers: order[0, num_buffers), or, where `list_count` is given, list[0, *list_count) (the
+// buffers the segmented path left to this kernel).
 __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBatch b, unsigned long long* counter,
-                                                                       const std::uint32_t* order, Lz4BurstSplit split) {
+                                                                       const std::uint32_t* order, Lz4BurstSplit split,
+                                                                       const std::uint32_t* list,
+                                                                       const std::uint32_t* list_count) {
   extern __shared__ uint4 lz4_smem[];
   __shared__ unsigned long long item;
   auto* ring = reinterpret_cast<std::uint8_t*>(lz4_smem);
@@ -138,11 +143,12 @@ __global__ void __launch_bounds__(detail::kLz4Threads) lz4_ring_kernel(DeviceBat
   auto* heads = reinterpret_cast<logic::Lz4BatchHead*>(seqs + 2 * logic::kLz4BatchMax);
   auto* burst = reinterpret_cast<std::uint16_t*>(heads + 2);
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  const unsigned long long items = list_count != nullptr ? *list_count : b.num_buffers;
   for (;;) {
     if (threadIdx.x == 0) item = atomicAdd(counter, 1ull);
     __syncthreads();
-    if (item >= b.num_buffers) break;
-    const std::size_t i = order[item];
+    if (item >= items) break;
+    const std::size_t i = list_count != nullptr ? list[item] : order[item];
     detail::WarpRing64Copier copy{{lane, window}, ring, seqs, heads, burst, split.rule,
                                   lz4_burst_buffer(b, i, split.min_ratio), kLz4RingWindow, warp};
     const DecodeStatus st = logic::lz4_numcodecs_decode_with(b.src[i], b.src_bytes[i], b.dst[i], b.dst_bytes[i], copy);
@@ -193,6 +199,16 @@ Lz4BurstSplit lz4_bursts_from_env() {
   number("CUBESTREAM_LZ4_BURST_MIN_TAKE", logic::kLz4BatchMax, &s.rule.min_take);
   number("CUBESTREAM_LZ4_BURST_MAX_WAIT", 4096, &s.rule.max_wait);
   return s;
+}
+
+// The queue counter and the buffer order, before the segmented path's scratch.
+std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * sizeof(std::uint32_t)); }
+
+// CUBESTREAM_LZ4_PATH=ring decodes every numcodecs lz4 buffer with the ring kernel (for A/B
+// runs; both paths give the same bytes and statuses); anything else takes the segmented path.
+bool lz4_segments_from_env() {
+  const char* env = std::getenv("CUBESTREAM_LZ4_PATH");
+  return env == nullptr || std::string(env) != "ring";
 }
 
 unsigned lz4_ring_blocks() {
@@ -442,7 +458,7 @@ void check_scratch(const char* what, std::size_t need, std::size_t have) {
 
 std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes) {
   switch (codec) {
-    case BatchCodec::kLz4: return kAlign + align_up(num_buffers * sizeof(std::uint32_t));  // counter, order
+    case BatchCodec::kLz4: return lz4_fixed_scratch(num_buffers) + detail::lz4_segment_scratch_bytes(num_buffers, total_decoded_bytes);
     case BatchCodec::kBlosc: return blosc_scratch_layout(num_buffers, total_decoded_bytes).total;
     case BatchCodec::kZstd: return detail::zstd_dispatch_scratch_bytes(num_buffers, total_decoded_bytes);
   }
@@ -461,7 +477,8 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
                                                               : "cubestream::batch_decode(zstd)");
   switch (codec) {
     case BatchCodec::kLz4: {
-      check_scratch("lz4", batch_decode_scratch_bytes(codec, batch.num_buffers, 0), scratch_bytes);
+      const std::size_t fixed = lz4_fixed_scratch(batch.num_buffers);
+      check_scratch("lz4", fixed, scratch_bytes);
       auto* counter = static_cast<unsigned long long*>(scratch);
       auto* order = reinterpret_cast<std::uint32_t*>(static_cast<std::uint8_t*>(scratch) + kAlign);
       CS_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof *counter, stream));
@@ -472,9 +489,18 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
         CS_CUDA_CHECK(cudaGetLastError());
         return;
       }
+      // the segmented path where the scratch holds its fixed part (a scratch sized before it
+      // existed, or CUBESTREAM_LZ4_PATH=ring, keeps every buffer on the ring kernel)
+      bool segmented = lz4_segments_from_env();
+      detail::Lz4SegmentScratch seg{};
+      if (segmented)
+        seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
+                                          batch.num_buffers, &segmented);
+      if (segmented) detail::lz4_segments_enqueue(batch, order, seg, stream);
       const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
-      lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(batch, counter, order,
-                                                                              lz4_bursts_from_env());
+      lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(
+          batch, counter, order, lz4_bursts_from_env(), segmented ? seg.ring_list : nullptr,
+          segmented ? seg.ring_count : nullptr);
       CS_CUDA_CHECK(cudaGetLastError());
       return;
     }

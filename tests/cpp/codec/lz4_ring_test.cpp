@@ -213,15 +213,6 @@ TEST(Lz4Ring, BurstsMakeTheSameBatches) {
   }
 }
 
-// liblz4's bytes for a block that must decode to exactly `size` bytes.
-Buf liblz4_decode(const Buf& in, std::size_t size) {
-  Buf ref(size);
-  const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(ref.data()),
-                                    static_cast<int>(in.size()), static_cast<int>(size));
-  EXPECT_EQ(n, static_cast<int>(size)) << "liblz4 rejected the crafted block";
-  return ref;
-}
-
 // Long matches reaching back (nearly) the whole ring: lone sequences whose far pieces are
 // staged through registers (lz4_ring_match_piece), next to offsets whose direct pieces were
 // always wide, short offsets (the period path) and lengths around a staged piece's 512 bytes,

@@ -141,8 +141,10 @@ struct Batch {
     return t;
   }
 
-  void decode(cuda::BatchCodec codec) {
-    const std::size_t scratch = cuda::batch_decode_scratch_bytes(codec, b.num_buffers, total_out());
+  // scratch_bytes 0: what batch_decode_scratch_bytes asks for
+  void decode(cuda::BatchCodec codec, std::size_t scratch_bytes = 0) {
+    const std::size_t scratch =
+        scratch_bytes != 0 ? scratch_bytes : cuda::batch_decode_scratch_bytes(codec, b.num_buffers, total_out());
     DevMem s(scratch);
     cuda::batch_decode(codec, b, s.p, scratch, nullptr);
     ok(cudaDeviceSynchronize());
@@ -287,12 +289,12 @@ TEST(GpuBatch, Lz4DamagedBuffersGetStatusesAndStayInBounds) {
   expect_lz4_as_host_logic(b);  // the GPU says what the shared logic says on the host
 }
 
-// The walker's bursts (codec/logic/lz4_ring.hpp, Lz4RingWalker::burst) and the split of a
-// batch between the kernel with bursts and the one without (by compression ratio): good buffers
-// of every data kind at three levels and damaged ones give the host logic's statuses and bytes
-// with bursts for every buffer, for none, tried before every sequence, and with the batch split
-// at its median ratio (so both kernels run, each buffer decoded by exactly one: a skipped
-// buffer would keep its guard bytes).
+// The ring kernel's walker bursts (codec/logic/lz4_ring.hpp, Lz4RingWalker::burst) and the
+// split of a batch between the walk with bursts and the one without (by compression ratio), on
+// the ring kernel (CUBESTREAM_LZ4_PATH=ring): good buffers of every data kind at three levels
+// and damaged ones give the host logic's statuses and bytes with bursts for every buffer, for
+// none, tried before every sequence, and with the batch split at its median ratio (so both
+// walks run, each buffer decoded by exactly one: a skipped buffer would keep its guard bytes).
 TEST(GpuBatch, Lz4BurstsAndTheSplitMatchTheHostLogic) {
   REQUIRE_GPU();
   std::vector<Buf> enc;
@@ -321,10 +323,54 @@ TEST(GpuBatch, Lz4BurstsAndTheSplitMatchTheHostLogic) {
   };
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
+    setenv("CUBESTREAM_LZ4_PATH", "ring", 1);
     for (const auto& [name, value] : setting.env) setenv(name, value.c_str(), 1);
     Batch b(enc, sizes, 3);
     b.decode(cuda::BatchCodec::kLz4);
     for (const auto& [name, value] : setting.env) unsetenv(name);
+    unsetenv("CUBESTREAM_LZ4_PATH");
+    expect_lz4_as_host_logic(b);
+  }
+}
+
+Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
+
+// The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), the default:
+// good buffers of every data kind and size at three levels, long literal runs, far, long and
+// overlapping matches, megabytes of zeros (one long match after another) and damaged buffers
+// give the host logic's statuses and bytes at odd input and output alignments; so does the ring
+// kernel alone, and a scratch with room for only a few buffers' segments, where the walk hands
+// the others to the ring kernel in the same call.
+TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
+  REQUIRE_GPU();
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  std::vector<Buf> data = sample_data(90, 4);
+  data.push_back(climate_bytes(4 << 20));
+  data.push_back(quantised_bytes(3 << 20));
+  data.push_back(Buf(3 << 20, 0));
+  for (std::uint32_t seed : {1u, 2u}) data.push_back(ring_paths_data(1 << 20, seed));
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    enc.push_back(numcodecs_lz4(data[i], static_cast<int>(i % 3) * 4));  // fast, HC 4, HC 8
+    sizes.push_back(data[i].size());
+  }
+  const Buf src = quantised_bytes(500000);
+  add_damaged_lz4(numcodecs_lz4(src, 0), src.size(), 200, 23, &enc, &sizes);
+  std::size_t total = 0;
+  for (std::size_t n : sizes) total += n;
+  const std::size_t short_scratch = cuda::batch_decode_scratch_bytes(cuda::BatchCodec::kLz4, enc.size(), 0);
+  ASSERT_LT(short_scratch, cuda::batch_decode_scratch_bytes(cuda::BatchCodec::kLz4, enc.size(), total));
+  const struct {
+    const char* what;
+    const char* path;
+    std::size_t scratch;
+  } settings[] = {{"segments", nullptr, 0}, {"ring", "ring", 0}, {"segments, short scratch", nullptr, short_scratch}};
+  for (const auto& setting : settings) {
+    SCOPED_TRACE(setting.what);
+    if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
+    Batch b(enc, sizes, 3, 5);
+    b.decode(cuda::BatchCodec::kLz4, setting.scratch);
+    unsetenv("CUBESTREAM_LZ4_PATH");
     expect_lz4_as_host_logic(b);
   }
 }
