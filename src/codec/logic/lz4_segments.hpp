@@ -65,6 +65,49 @@ CS_HD inline std::size_t lz4_segment_bound(std::size_t in_size, std::size_t size
   return size / kLz4SegmentOut + (in_size / 3 + 1) / kLz4SegmentSeqs + 2;
 }
 
+// The next sequence at *ip for an output position op (a block of in_size bytes decoding to
+// `size`, both below kLz4RingMaxBytes), read through the staged reader `rd`: exactly
+// lz4_read_sequence's result. Most sequences take a fast step without branches on the bytes:
+// the token and the first length byte are read together, then the offset and the match's
+// length byte together, and one combined test (no 255 length bytes, not the last sequence, the
+// checks of lz4_fast_checks) accepts the step (on the GPU the walk's chain is two rounds of
+// shared-memory reads a sequence; lz4_fast_step's branches waited for each byte in turn, ~450
+// cycles a sequence on an H100). Anything else takes lz4_read_sequence.
+CS_HD_TEMPLATE
+template <class Fill>
+CS_HD inline DecodeStatus lz4_staged_next(Lz4StagedReader<Fill>& rd, std::uint32_t in_size, std::uint32_t size,
+                                          std::size_t* ip, std::uint32_t op, Lz4Sequence* s, bool* last) {
+  if (in_size - *ip >= kLz4FastSpan + 3) {
+    if (*ip - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
+      rd.len = 0;
+      static_cast<void>(rd[*ip]);
+    }
+    if (*ip - rd.base + kLz4FastSpan <= rd.len) {
+      const std::uint8_t* w = rd.window + (*ip - rd.base);
+      const std::uint32_t t = w[0], e1 = w[1];
+      const std::uint32_t lx = (t >> 4) == 15u ? 1u : 0u;
+      const std::uint32_t lit = (t >> 4) + (lx ? e1 : 0u);
+      const std::uint32_t q = 1u + lx + lit;  // offset position (<= 271: within the span)
+      const std::uint32_t off = static_cast<std::uint32_t>(w[q]) | (static_cast<std::uint32_t>(w[q + 1]) << 8);
+      const std::uint32_t e2 = w[q + 2];
+      const std::uint32_t mx = (t & 15u) == 15u ? 1u : 0u;
+      const std::uint32_t mlen = (t & 15u) + static_cast<std::uint32_t>(kLz4MinMatch) + (mx ? e2 : 0u);
+      // (in_size - ip >= span + 3 > q + 3: not the last sequence, offset and length byte inside)
+      const bool ok = !(lx && e1 == 255u) && !(mx && e2 == 255u) && lz4_fast_checks(lit, off, mlen, op, size);
+      if (ok) {
+        s->lit_src = *ip + 1 + lx;
+        s->lit_len = lit;
+        s->match_offset = off;
+        s->match_len = mlen;
+        *ip += q + 2 + mx;
+        *last = false;
+        return DecodeStatus::kOk;
+      }
+    }
+  }
+  return lz4_read_sequence(rd, in_size, ip, op, size, s, last);
+}
+
 // Walks the block in[0, in_size) (read through `rd`, a staged reader of it) that must decode to
 // exactly `size` bytes (both below kLz4RingMaxBytes), checking every sequence exactly as
 // lz4_decode_exact_with does, and calls mark(k, in, out) where segment k starts. Returns the
@@ -77,37 +120,21 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
                                            std::size_t max_segments, Mark&& mark, std::uint32_t* segments) {
   *segments = 0;
   if (in_size == 0) return DecodeStatus::kCorrupt;  // not a block (the empty block is a 0 token)
-  std::uint32_t ip = 0, op = 0, seg_out = 0, seg_seqs = 0, count = 0;
+  std::size_t ip = 0;
+  std::uint32_t op = 0, seg_out = 0, seg_seqs = 0, count = 0;
   for (;;) {
     if (count == 0 || op - seg_out >= kLz4SegmentOut || seg_seqs >= kLz4SegmentSeqs) {
       if (count == max_segments) return DecodeStatus::kCorrupt;
-      mark(count, ip, op);
+      mark(count, static_cast<std::uint32_t>(ip), op);
       ++count;
       seg_out = op;
       seg_seqs = 0;
     }
     ++seg_seqs;
-    // the fast path of the ring walker (same checks), from the staged window
-    if (in_size - ip >= kLz4FastSpan + 3) {
-      if (std::size_t{ip} - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
-        rd.len = 0;
-        static_cast<void>(rd[ip]);
-      }
-      Lz4BatchSeq s;
-      std::uint32_t nip = 0;
-      if (std::size_t{ip} - rd.base + kLz4FastSpan <= rd.len &&
-          lz4_fast_step(rd.window + (ip - rd.base), ip, in_size, op, size, &s, &nip)) {
-        op += s.lit_len + s.mlen;
-        ip = nip;
-        continue;
-      }
-    }
-    std::size_t ip64 = ip;
     Lz4Sequence g;
     bool last = false;
-    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, &last);
+    const DecodeStatus st = lz4_staged_next(rd, in_size, size, &ip, op, &g, &last);
     if (st != DecodeStatus::kOk) return st;
-    ip = static_cast<std::uint32_t>(ip64);
     op += static_cast<std::uint32_t>(g.lit_len + g.match_len);
     if (last) break;
   }
@@ -150,6 +177,21 @@ CS_HD inline std::uint32_t lz4_group_size(const Lz4MatchRecord* recs, std::uint3
   return g;
 }
 
+// The next sequence: lz4_staged_next through a staged reader, lz4_read_sequence through anything
+// else (a pointer).
+CS_HD_TEMPLATE
+template <class Fill>
+CS_HD inline DecodeStatus lz4_segment_next(Lz4StagedReader<Fill>& rd, std::uint32_t in_size, std::uint32_t size,
+                                           std::size_t* ip, std::uint32_t op, Lz4Sequence* s, bool* last) {
+  return lz4_staged_next(rd, in_size, size, ip, op, s, last);
+}
+CS_HD_TEMPLATE
+template <class Reader>
+CS_HD inline DecodeStatus lz4_segment_next(Reader& rd, std::uint32_t in_size, std::uint32_t size, std::size_t* ip,
+                                           std::uint32_t op, Lz4Sequence* s, bool* last) {
+  return lz4_read_sequence(rd, in_size, ip, op, size, s, last);
+}
+
 // Parses segment [in_begin, in_end) of a block the walk accepted, starting at output position
 // `op`: calls each(seq, op_of_its_literals) per sequence in order. The parse is the checked one
 // (lz4_read_sequence), so even bytes that changed since the walk cannot make it read or write
@@ -163,7 +205,7 @@ CS_HD inline DecodeStatus lz4_segment_parse(Reader& rd, std::uint32_t in_size, s
   while (ip < in_end) {
     Lz4Sequence s;
     bool last = false;
-    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip, op, size, &s, &last);
+    const DecodeStatus st = lz4_segment_next(rd, in_size, size, &ip, op, &s, &last);
     if (st != DecodeStatus::kOk) return st;
     each(s, op);
     op += static_cast<std::uint32_t>(s.lit_len + s.match_len);

@@ -204,11 +204,18 @@ Lz4BurstSplit lz4_bursts_from_env() {
 // The queue counter and the buffer order, before the segmented path's scratch.
 std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * sizeof(std::uint32_t)); }
 
-// CUBESTREAM_LZ4_PATH=ring decodes every numcodecs lz4 buffer with the ring kernel (for A/B
-// runs; both paths give the same bytes and statuses); anything else takes the segmented path.
-bool lz4_segments_from_env() {
+// Which numcodecs lz4 buffers take the segmented path (cuda/decode/lz4_segments.hpp) and which
+// the ring kernel: by default the segments take buffers whose decoded size is below
+// kLz4SegmentsMaxRatio times their compressed size, and the ring kernel with its bursts the
+// denser ones. CUBESTREAM_LZ4_PATH=ring or =segments sends every buffer one way (for A/B runs:
+// every setting gives the same bytes and statuses). Returns false for "ring only"; *max_ratio
+// receives the bound.
+constexpr float kLz4SegmentsMaxRatio = kLz4BurstMinRatio;
+bool lz4_segments_from_env(float* max_ratio) {
   const char* env = std::getenv("CUBESTREAM_LZ4_PATH");
-  return env == nullptr || std::string(env) != "ring";
+  const std::string path = env != nullptr ? env : "";
+  *max_ratio = path == "segments" ? std::numeric_limits<float>::infinity() : kLz4SegmentsMaxRatio;
+  return path != "ring";
 }
 
 unsigned lz4_ring_blocks() {
@@ -491,12 +498,13 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       }
       // the segmented path where the scratch holds its fixed part (a scratch sized before it
       // existed, or CUBESTREAM_LZ4_PATH=ring, keeps every buffer on the ring kernel)
-      bool segmented = lz4_segments_from_env();
+      float max_ratio = 0.0f;
+      bool segmented = lz4_segments_from_env(&max_ratio);
       detail::Lz4SegmentScratch seg{};
       if (segmented)
         seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
                                           batch.num_buffers, &segmented);
-      if (segmented) detail::lz4_segments_enqueue(batch, order, seg, stream);
+      if (segmented) detail::lz4_segments_enqueue(batch, order, seg, max_ratio, stream);
       const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
       lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(
           batch, counter, order, lz4_bursts_from_env(), segmented ? seg.ring_list : nullptr,

@@ -58,7 +58,7 @@ __device__ void fail(DecodeStatus* status, DecodeStatus s) {
 }
 
 __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b, const std::uint32_t* order,
-                                                                   Lz4SegmentScratch s) {
+                                                                   Lz4SegmentScratch s, float ring_min_ratio) {
   __shared__ alignas(16) std::uint8_t windows[kWalkWarps][kWalkWindow];
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
   const std::size_t w = static_cast<std::size_t>(blockIdx.x) * kWalkWarps + warp;
@@ -77,7 +77,8 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
     st = DecodeStatus::kWrongSize;
   } else {
     const std::size_t in_size = src_bytes - logic::kLz4NumcodecsHeader;
-    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes;
+    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes ||
+           static_cast<double>(size) >= static_cast<double>(ring_min_ratio) * static_cast<double>(src_bytes);
     unsigned long long base = 0;
     if (!ring) {
       const std::size_t bound = logic::lz4_segment_bound(in_size, size);
@@ -203,7 +204,7 @@ __global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch
       std::uint32_t my_src = 0, my_lit = 0, my_op = 0, my_off = 0, my_len = 0, c = 0;
       for (; c < 32 && ip < end; ++c) {
         logic::Lz4Sequence sq;
-        if (logic::lz4_read_sequence(rd, in_size, &ip, op, size, &sq, &last) != DecodeStatus::kOk) {
+        if (logic::lz4_staged_next(rd, in_size, size, &ip, op, &sq, &last) != DecodeStatus::kOk) {
           bad = true;
           break;
         }
@@ -282,10 +283,10 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
 }
 
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
-                          cudaStream_t stream) {
+                          float ring_min_ratio, cudaStream_t stream) {
   CS_CUDA_CHECK(cudaMemsetAsync(s.seg_queue, 0, 24, stream));  // queue, cursor, max_segments, ring_count
   const unsigned walk_blocks = static_cast<unsigned>((b.num_buffers + kWalkWarps - 1) / kWalkWarps);
-  lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s);
+  lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s, ring_min_ratio);
   CS_CUDA_CHECK(cudaGetLastError());
   int per_sm = 0;
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lz4_segment_kernel, 32 * kSegWarps, 0));

@@ -39,9 +39,11 @@ std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded);
 Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t n, bool* ok);
 
 // Enqueues the walk and the segment kernel on `stream`. Every buffer gets its status from the
-// walk except those listed in ring_list (*ring_count of them), which the caller must decode.
-// `order`: the walk's buffer order (largest first).
+// walk except those listed in ring_list (*ring_count of them), which the caller must decode:
+// buffers this path cannot take, and those whose decoded size is at least ring_min_ratio times
+// their compressed size (dense sequences, where the ring kernel's bursts do better; infinity:
+// none). `order`: the walk's buffer order (largest first).
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
-                          cudaStream_t stream);
+                          float ring_min_ratio, cudaStream_t stream);
 
 }  // namespace cubestream::cuda::detail

@@ -335,8 +335,8 @@ TEST(GpuBatch, Lz4BurstsAndTheSplitMatchTheHostLogic) {
 
 Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
 
-// The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), the default:
-// good buffers of every data kind and size at three levels, long literal runs, far, long and
+// The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), by default
+// for buffers below the ratio bound and forced for all (CUBESTREAM_LZ4_PATH=segments): good buffers of every data kind and size at three levels, long literal runs, far, long and
 // overlapping matches, megabytes of zeros (one long match after another) and damaged buffers
 // give the host logic's statuses and bytes at odd input and output alignments; so does the ring
 // kernel alone, and a scratch with room for only a few buffers' segments, where the walk hands
@@ -364,7 +364,10 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* what;
     const char* path;
     std::size_t scratch;
-  } settings[] = {{"segments", nullptr, 0}, {"ring", "ring", 0}, {"segments, short scratch", nullptr, short_scratch}};
+  } settings[] = {{"the default: segments below the ratio bound, the ring kernel above", nullptr, 0},
+                  {"segments for every buffer", "segments", 0},
+                  {"the ring kernel for every buffer", "ring", 0},
+                  {"segments, short scratch", "segments", short_scratch}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
