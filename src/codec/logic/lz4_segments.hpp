@@ -67,12 +67,11 @@ CS_HD inline std::size_t lz4_segment_bound(std::size_t in_size, std::size_t size
 
 // The next sequence at *ip for an output position op (a block of in_size bytes decoding to
 // `size`, both below kLz4RingMaxBytes), read through the staged reader `rd`: exactly
-// lz4_read_sequence's result. Most sequences take a fast step without branches on the bytes:
-// the token and the first length byte are read together, then the offset and the match's
-// length byte together, and one combined test (no 255 length bytes, not the last sequence, the
-// checks of lz4_fast_checks) accepts the step (on the GPU the walk's chain is two rounds of
-// shared-memory reads a sequence; lz4_fast_step's branches waited for each byte in turn, ~450
-// cycles a sequence on an H100). Anything else takes lz4_read_sequence.
+// lz4_read_sequence's result, most sequences through the ring walker's fast step over the
+// staged window (lz4_fast_step). Measured on the H100 (session 14): the walk costs ~450-480
+// cycles a sequence either way; a form without branches on the bytes (token and length byte
+// read together, then offset and match length byte together) was 8 % slower, so the walk's
+// cost is its chain of dependent instructions, not the waits between reads.
 CS_HD_TEMPLATE
 template <class Fill>
 CS_HD inline DecodeStatus lz4_staged_next(Lz4StagedReader<Fill>& rd, std::uint32_t in_size, std::uint32_t size,
@@ -82,27 +81,18 @@ CS_HD inline DecodeStatus lz4_staged_next(Lz4StagedReader<Fill>& rd, std::uint32
       rd.len = 0;
       static_cast<void>(rd[*ip]);
     }
-    if (*ip - rd.base + kLz4FastSpan <= rd.len) {
-      const std::uint8_t* w = rd.window + (*ip - rd.base);
-      const std::uint32_t t = w[0], e1 = w[1];
-      const std::uint32_t lx = (t >> 4) == 15u ? 1u : 0u;
-      const std::uint32_t lit = (t >> 4) + (lx ? e1 : 0u);
-      const std::uint32_t q = 1u + lx + lit;  // offset position (<= 271: within the span)
-      const std::uint32_t off = static_cast<std::uint32_t>(w[q]) | (static_cast<std::uint32_t>(w[q + 1]) << 8);
-      const std::uint32_t e2 = w[q + 2];
-      const std::uint32_t mx = (t & 15u) == 15u ? 1u : 0u;
-      const std::uint32_t mlen = (t & 15u) + static_cast<std::uint32_t>(kLz4MinMatch) + (mx ? e2 : 0u);
-      // (in_size - ip >= span + 3 > q + 3: not the last sequence, offset and length byte inside)
-      const bool ok = !(lx && e1 == 255u) && !(mx && e2 == 255u) && lz4_fast_checks(lit, off, mlen, op, size);
-      if (ok) {
-        s->lit_src = *ip + 1 + lx;
-        s->lit_len = lit;
-        s->match_offset = off;
-        s->match_len = mlen;
-        *ip += q + 2 + mx;
-        *last = false;
-        return DecodeStatus::kOk;
-      }
+    Lz4BatchSeq f;
+    std::uint32_t nip = 0;
+    const auto ip32 = static_cast<std::uint32_t>(*ip);
+    if (*ip - rd.base + kLz4FastSpan <= rd.len &&
+        lz4_fast_step(rd.window + (*ip - rd.base), ip32, in_size, op, size, &f, &nip)) {
+      s->lit_src = f.lit_src;
+      s->lit_len = f.lit_len;
+      s->match_offset = f.off;
+      s->match_len = f.mlen;
+      *ip = nip;
+      *last = false;
+      return DecodeStatus::kOk;
     }
   }
   return lz4_read_sequence(rd, in_size, ip, op, size, s, last);

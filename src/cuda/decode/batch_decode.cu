@@ -1,7 +1,9 @@
 // The batched GPU decoders of LZ4 (numcodecs framing) and blosc, and the dispatch by codec.
 //
-// LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk, so a buffer
-// is one thread block's work (lz4_ring_kernel): one warp runs a lean parse and hands out
+// LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk. Batches of
+// sparse blocks take the segmented path (lz4_segments.cu: a checking walk per block, then
+// thousands of warps copying segments); the others, and any buffer that path cannot take, are
+// one thread block's work each (lz4_ring_kernel): one warp runs a lean parse and hands out
 // batches of up to 32 sequences, three warps copy their literals and independent matches
 // together and the other matches in order, all inside a 64 KiB ring of recent output in shared
 // memory (codec/logic/lz4_ring.hpp). Buffers are taken from a queue.
@@ -205,11 +207,11 @@ Lz4BurstSplit lz4_bursts_from_env() {
 std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * sizeof(std::uint32_t)); }
 
 // Which numcodecs lz4 buffers take the segmented path (cuda/decode/lz4_segments.hpp) and which
-// the ring kernel: by default the segments take buffers whose decoded size is below
-// kLz4SegmentsMaxRatio times their compressed size, and the ring kernel with its bursts the
-// denser ones. CUBESTREAM_LZ4_PATH=ring or =segments sends every buffer one way (for A/B runs:
-// every setting gives the same bytes and statuses). Returns false for "ring only"; *max_ratio
-// receives the bound.
+// the ring kernel: by default a batch in which no buffer decodes to kLz4SegmentsMaxRatio times
+// its compressed size or more takes the segments, any other batch the ring kernel with its
+// bursts (lz4_segments_enqueue says why). CUBESTREAM_LZ4_PATH=ring or =segments sends every
+// batch one way (for A/B runs: every setting gives the same bytes and statuses). Returns false
+// for "ring only"; *max_ratio receives the bound.
 constexpr float kLz4SegmentsMaxRatio = kLz4BurstMinRatio;
 bool lz4_segments_from_env(float* max_ratio) {
   const char* env = std::getenv("CUBESTREAM_LZ4_PATH");

@@ -54,7 +54,9 @@ struct DeviceBatch {
 };
 
 // Scratch bytes that batch_decode needs for `num_buffers` buffers whose dst_bytes sum to
-// `total_decoded_bytes`: lz4 a work-queue counter; blosc the counter, per-buffer plans and
+// `total_decoded_bytes`: lz4 a work-queue counter, the buffer order, and the segmented path's
+// counters and segment slots (~1.6 % of total_decoded_bytes; a smaller scratch of at least the
+// counter and order sends the buffers that do not fit to the ring kernel); blosc the counter, per-buffer plans and
 // prefix sums, and a staging area of total_decoded_bytes for shuffled blocks before they are
 // unshuffled; zstd what the Zstandard batch asks for. Host-only arithmetic: no CUDA call.
 std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes);

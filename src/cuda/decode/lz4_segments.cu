@@ -1,6 +1,7 @@
 // The segmented numcodecs-LZ4 path (lz4_segments.hpp; the logic, shared with the host tests, is
 // codec/logic/lz4_segments.hpp).
 //
+// lz4_dense_kernel    whether the batch has a dense buffer (then all go to the ring kernel)
 // lz4_walk_kernel     one warp per buffer (4 per thread block, 8 KiB of staged input each):
 //                     header, the checking walk, the buffer's slots, its segments' starts
 // lz4_segment_kernel  persistent warps taking segments from a queue in segment-major order
@@ -11,6 +12,7 @@
 #include "cuda/decode/lz4_segments.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "cuda/check.hpp"
 #include "cuda/decode/warp_copy.cuh"
@@ -57,8 +59,17 @@ __device__ void fail(DecodeStatus* status, DecodeStatus s) {
   atomicCAS(reinterpret_cast<unsigned*>(status), static_cast<unsigned>(DecodeStatus::kOk), static_cast<unsigned>(s));
 }
 
+// Whether any buffer of the batch has decoded size >= ring_min_ratio x compressed size: then the
+// whole batch goes to the ring kernel (lz4_segments_enqueue says why).
+__global__ void lz4_dense_kernel(DeviceBatch b, float ring_min_ratio, std::uint32_t* dense) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < b.num_buffers;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    if (static_cast<double>(b.dst_bytes[i]) >= static_cast<double>(ring_min_ratio) * static_cast<double>(b.src_bytes[i]))
+      atomicOr(dense, 1u);
+}
+
 __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b, const std::uint32_t* order,
-                                                                   Lz4SegmentScratch s, float ring_min_ratio) {
+                                                                   Lz4SegmentScratch s) {
   __shared__ alignas(16) std::uint8_t windows[kWalkWarps][kWalkWindow];
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
   const std::size_t w = static_cast<std::size_t>(blockIdx.x) * kWalkWarps + warp;
@@ -77,8 +88,7 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
     st = DecodeStatus::kWrongSize;
   } else {
     const std::size_t in_size = src_bytes - logic::kLz4NumcodecsHeader;
-    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes ||
-           static_cast<double>(size) >= static_cast<double>(ring_min_ratio) * static_cast<double>(src_bytes);
+    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes || *s.dense != 0;
     unsigned long long base = 0;
     if (!ring) {
       const std::size_t bound = logic::lz4_segment_bound(in_size, size);
@@ -273,6 +283,7 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   s.cursor = reinterpret_cast<unsigned long long*>(p + 8);
   s.max_segments = reinterpret_cast<std::uint32_t*>(p + 16);
   s.ring_count = reinterpret_cast<std::uint32_t*>(p + 20);
+  s.dense = reinterpret_cast<std::uint32_t*>(p + 24);
   s.seg_base = reinterpret_cast<unsigned long long*>(p + l.seg_base);
   s.seg_count = reinterpret_cast<std::uint32_t*>(p + l.seg_count);
   s.ring_list = reinterpret_cast<std::uint32_t*>(p + l.ring_list);
@@ -284,9 +295,15 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
 
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
                           float ring_min_ratio, cudaStream_t stream) {
-  CS_CUDA_CHECK(cudaMemsetAsync(s.seg_queue, 0, 24, stream));  // queue, cursor, max_segments, ring_count
+  // queue, cursor, max_segments, ring_count, dense
+  CS_CUDA_CHECK(cudaMemsetAsync(s.seg_queue, 0, 28, stream));
+  if (ring_min_ratio != std::numeric_limits<float>::infinity()) {
+    const unsigned dense_blocks = static_cast<unsigned>(std::min<std::size_t>((b.num_buffers + 255) / 256, 1024));
+    lz4_dense_kernel<<<dense_blocks, 256, 0, stream>>>(b, ring_min_ratio, s.dense);
+    CS_CUDA_CHECK(cudaGetLastError());
+  }
   const unsigned walk_blocks = static_cast<unsigned>((b.num_buffers + kWalkWarps - 1) / kWalkWarps);
-  lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s, ring_min_ratio);
+  lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s);
   CS_CUDA_CHECK(cudaGetLastError());
   int per_sm = 0;
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lz4_segment_kernel, 32 * kSegWarps, 0));
