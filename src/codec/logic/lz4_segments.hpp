@@ -110,21 +110,38 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
                                            std::size_t max_segments, Mark&& mark, std::uint32_t* segments) {
   *segments = 0;
   if (in_size == 0) return DecodeStatus::kCorrupt;  // not a block (the empty block is a 0 token)
-  std::size_t ip = 0;
-  std::uint32_t op = 0, seg_out = 0, seg_seqs = 0, count = 0;
+  // (the fast step inline with 32-bit positions: through lz4_staged_next's 64-bit ones the walk
+  // measured 12 % slower on the H100, 22.6 against 20.1 ms for the era5-like batch)
+  std::uint32_t ip = 0, op = 0, seg_out = 0, seg_seqs = 0, count = 0;
   for (;;) {
     if (count == 0 || op - seg_out >= kLz4SegmentOut || seg_seqs >= kLz4SegmentSeqs) {
       if (count == max_segments) return DecodeStatus::kCorrupt;
-      mark(count, static_cast<std::uint32_t>(ip), op);
+      mark(count, ip, op);
       ++count;
       seg_out = op;
       seg_seqs = 0;
     }
     ++seg_seqs;
+    if (in_size - ip >= kLz4FastSpan + 3) {
+      if (std::size_t{ip} - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
+        rd.len = 0;
+        static_cast<void>(rd[ip]);
+      }
+      Lz4BatchSeq f;
+      std::uint32_t nip = 0;
+      if (std::size_t{ip} - rd.base + kLz4FastSpan <= rd.len &&
+          lz4_fast_step(rd.window + (ip - rd.base), ip, in_size, op, size, &f, &nip)) {
+        op += f.lit_len + f.mlen;
+        ip = nip;
+        continue;
+      }
+    }
+    std::size_t ip64 = ip;
     Lz4Sequence g;
     bool last = false;
-    const DecodeStatus st = lz4_staged_next(rd, in_size, size, &ip, op, &g, &last);
+    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, &last);
     if (st != DecodeStatus::kOk) return st;
+    ip = static_cast<std::uint32_t>(ip64);
     op += static_cast<std::uint32_t>(g.lit_len + g.match_len);
     if (last) break;
   }
