@@ -30,6 +30,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/device_status.cuh"
 #include "cuda/decode/largest_first.cuh"
 #include "cuda/decode/lz4_segments.hpp"
 #include "cuda/device_info.hpp"
@@ -79,14 +80,6 @@ __device__ unsigned long long next_item(unsigned long long* counter, unsigned la
   return __shfl_sync(detail::kFullMask, w, 0);
 }
 
-// Sets a buffer's status to `s` unless an earlier failure already set it (first one wins).
-__device__ void fail(DecodeStatus* status, DecodeStatus s) {
-  atomicCAS(reinterpret_cast<unsigned*>(status), static_cast<unsigned>(DecodeStatus::kOk), static_cast<unsigned>(s));
-}
-
-__device__ DecodeStatus load_status(const DecodeStatus* status) {
-  return static_cast<DecodeStatus>(*reinterpret_cast<const volatile unsigned*>(status));
-}
 
 // ---- LZ4 ---------------------------------------------------------------------------------
 
@@ -363,7 +356,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
     const std::size_t i = s.order[k];
     // one read, broadcast: another warp may fail this buffer meanwhile, and the lanes must
     // agree on skipping it (the copies __syncwarp with all 32 lanes)
-    const unsigned st0 = lane == 0 ? static_cast<unsigned>(load_status(&b.status[i])) : 0u;
+    const unsigned st0 = lane == 0 ? static_cast<unsigned>(detail::load_status(&b.status[i])) : 0u;
     if (__shfl_sync(detail::kFullMask, st0, 0) != static_cast<unsigned>(DecodeStatus::kOk)) continue;
     const logic::BloscPlan plan = s.plans[i];
     std::uint8_t* stage = nullptr;
@@ -371,7 +364,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
       // the caller's total_decoded_bytes bounds the staging area; a buffer beyond it (a
       // caller that under-counted) is left to the CPU rather than written out of bounds
       if (s.stage_off[i] + plan.h.nbytes > s.stage_bytes) {
-        if (lane == 0) fail(&b.status[i], DecodeStatus::kUnsupported);
+        if (lane == 0) detail::fail_status(&b.status[i], DecodeStatus::kUnsupported);
         continue;
       }
       stage = s.stage + s.stage_off[i];
@@ -380,7 +373,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unit_kernel(DeviceBatch b, Blo
     // a leading unit is its buffer's last (the leftover block); the others are 0, 1, ... in order
     const unsigned long long u = lead ? plan.units - 1 : w - leads - s.unit_off[k];
     const DecodeStatus st = logic::blosc_decode_unit(b.src[i], plan, u, b.dst[i], stage, copy, lane == 0);
-    if (st != DecodeStatus::kOk && lane == 0) fail(&b.status[i], st);
+    if (st != DecodeStatus::kOk && lane == 0) detail::fail_status(&b.status[i], st);
   }
 }
 
@@ -434,7 +427,7 @@ __global__ void __launch_bounds__(kThreads) blosc_unshuffle_kernel(DeviceBatch b
   const unsigned long long total = s.block_off[n];
   for (unsigned long long w = blockIdx.x; w < total; w += gridDim.x) {
     const std::size_t i = owner(s.block_off, n, w);
-    if (load_status(&b.status[i]) != DecodeStatus::kOk) continue;
+    if (detail::load_status(&b.status[i]) != DecodeStatus::kOk) continue;
     const logic::BloscPlan& plan = s.plans[i];
     const auto j = static_cast<std::uint32_t>(w - s.block_off[i]);
     const logic::BloscBlockShuffle bs = logic::blosc_block_shuffle(plan.h, j);

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "cuda/check.hpp"
+#include "cuda/decode/device_status.cuh"
 #include "cuda/decode/warp_copy.cuh"
 #include "cuda/device_info.hpp"
 
@@ -53,10 +54,6 @@ __device__ unsigned load_acquire(const std::uint32_t* p) {
 }
 __device__ void store_release(std::uint32_t* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ void fail(DecodeStatus* status, DecodeStatus s) {
-  atomicCAS(reinterpret_cast<unsigned*>(status), static_cast<unsigned>(DecodeStatus::kOk), static_cast<unsigned>(s));
 }
 
 // Whether any buffer of the batch has decoded size >= ring_min_ratio x compressed size: then the
@@ -244,7 +241,7 @@ __global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch
     }
     // the walk accepted the block, so the parse meets the next segment's start exactly
     if (bad || ip != end || nrec > logic::kLz4SegmentSeqs) {
-      if (lane == 0) fail(b.status + j, DecodeStatus::kCorrupt);
+      if (lane == 0) fail_status(b.status + j, DecodeStatus::kCorrupt);
       nrec = 0;
     }
     __syncwarp();
