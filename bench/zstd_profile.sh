@@ -44,26 +44,7 @@ for k in $KERNELS; do
   grep -E "Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issued Warp|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Memory Throughput|L1/TEX Hit|L2 Hit|Block Limit|Stall" "$rep.txt" | head -40
   # The SASS lines with the most stall samples, and the stall reason columns of each.
   ncu --import "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.sass.csv" 2>/dev/null
-  python3 - "$rep.sass.csv" <<'PY' | tee "$rep.top.txt"
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1], errors="replace")))
-head = next((i for i, r in enumerate(rows) if "Source" in r and any("Sampling" in c for c in r)), None)
-if head is None:
-    print("no sampling columns"); sys.exit(0)
-h = rows[head]
-src = h.index("Source")
-samp = next(i for i, c in enumerate(h) if c.startswith("Warp Stall Sampling (All"))
-stall_cols = [i for i, c in enumerate(h) if c.startswith("stall_") or "Stall" in c and "Sampling" not in c]
-def num(x):
-    try: return float(x.replace(",", ""))
-    except ValueError: return 0.0
-body = [r for r in rows[head + 1:] if len(r) > samp]
-total = sum(num(r[samp]) for r in body) or 1.0
-print(f"{len(body)} SASS lines, {total:.0f} stall samples")
-for r in sorted(body, key=lambda r: -num(r[samp]))[:25]:
-    top = sorted(((num(r[i]), h[i]) for i in stall_cols), reverse=True)[:2]
-    print(f"{100 * num(r[samp]) / total:5.1f}%  {r[src][:70]:70s}  " + ", ".join(f"{n}={v:.0f}" for v, n in top if v))
-PY
+  python3 bench/ncu_top_lines.py "$rep.sass.csv" | tee "$rep.top.txt"
 done
 # At most ~8 files come back from the machine: everything goes into one archive.
 rm -f "$OUT"/*.ncu-rep

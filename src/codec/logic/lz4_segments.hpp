@@ -150,6 +150,253 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }
 
+// ---- The table walk ----
+//
+// lz4_segment_walk's chain costs ~450 cycles a sequence on the GPU, for one warp per block
+// (docs/gpu_decoders.md, "numcodecs lz4 in segments"). The table walk takes the same decisions
+// with a shorter chain, a staged window at a time, with a team of threads (on the GPU the
+// buffer's thread block; on the host one thread):
+//  1. the table (the team): for every position r of the window, where the next token would be
+//     if a token stood at r (lz4_fast_next; 0 where the fast path declines), independently;
+//  2. the chain (one warp or thread): from the walk's position, one table load a token lists
+//     the window's tokens (lz4_table_chain);
+//  3. the tokens (the team, lz4_table_token_pass): each thread reads its tokens' sequences
+//     (lz4_fast_shape), a team-wide prefix sum of their output lengths places them (at[i]), each
+//     thread runs its sequences' checks (lz4_fast_checks) and the first failing token ends the
+//     run;
+//  4. the marks (the walker): the serial rule's segment starts among the accepted tokens, found
+//     by binary search on the output positions (lz4_table_marks).
+// Where the chain stops on a 0 (length runs of 255, literals too long for the window, the
+// block's end) or a check fails, that one sequence goes through lz4_read_sequence as in the
+// serial walk, so the statuses, marks and counts are exactly lz4_segment_walk's (tested on every
+// data kind and damaged blocks, Lz4Segments.TableWalkMarksWhatTheSerialWalkMarks).
+//
+// A table entry needs the fast path's span staged after it and the walk's fast-path rule (at
+// least kLz4FastSpan + 3 bytes of block left), so the table of a window staged at `base` with
+// `len` bytes covers positions [0, lz4_table_end): an entry is r plus the sequence's input size,
+// below len, so 16 bits hold it for windows up to 65535 - kLz4FastSpan bytes.
+inline constexpr std::uint32_t kLz4TableWindowMax = 65535u - kLz4FastSpan;
+// The walk restages the window before filling a table over fewer positions than this (unless
+// the window already reaches the block's end).
+inline constexpr std::uint32_t kLz4TableMinRun = 512;
+// The smallest window the table walk takes (a window staged at ip then holds kLz4TableMinRun
+// table positions past it).
+inline constexpr std::size_t kLz4TableWindowMin = kLz4FastSpan + 16 + kLz4TableMinRun;
+
+CS_HD inline std::uint32_t lz4_table_end(std::size_t base, std::size_t len, std::uint32_t in_size) {
+  const std::size_t by_window = len > kLz4FastSpan ? len - kLz4FastSpan : 0;
+  const std::size_t left = in_size - base;
+  const std::size_t by_block = left >= kLz4FastSpan + 3 ? left - (kLz4FastSpan + 3) + 1 : 0;
+  return static_cast<std::uint32_t>(by_window < by_block ? by_window : by_block);
+}
+
+// Fills tbl[r] for r in [r_begin, r_end) taken first, first + stride, ... (a lane's share):
+// r + the input size of a fast-path sequence at r, or 0. `left0` is the block's bytes from the
+// window's start.
+CS_HD inline void lz4_table_fill(const std::uint8_t* w, std::uint16_t* tbl, std::uint32_t r_begin,
+                                 std::uint32_t r_end, std::uint32_t left0, std::uint32_t first, std::uint32_t stride) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll 4
+#endif
+  for (std::uint32_t r = r_begin + first; r < r_end; r += stride) {
+    const std::uint32_t n = lz4_fast_next(w + r, left0 - r);
+    tbl[r] = static_cast<std::uint16_t>(n != 0 ? r + n : 0u);
+  }
+}
+
+// Tokens a window of `cap` bytes can hold (a sequence takes at least 3 bytes of input).
+CS_HD constexpr std::uint32_t lz4_table_token_cap(std::size_t cap) { return static_cast<std::uint32_t>(cap / 3 + 2); }
+
+// The chain: from table position *r (< end), lists tokens in toks[0, n) (written only where
+// `writer`: on the GPU every lane of the walker runs the chain alike, lane 0 stores) until the
+// table says the fast path declines (tbl[*r] == 0, *r < end), the chain leaves the table
+// (*r >= end) or `cap` tokens are listed; *r is then the position after the last token. (A jump
+// table, the token after next, halving the dependent loads, measured no faster on the H100 with
+// the token pass: docs/gpu_decoders.md, "The table walk".)
+CS_HD inline std::uint32_t lz4_table_chain(const std::uint16_t* tbl, std::uint32_t* r, std::uint32_t end,
+                                           std::uint16_t* toks, std::uint32_t cap, bool writer) {
+  std::uint32_t at = *r, n = 0;
+  while (n < cap) {
+    const std::uint32_t next = tbl[at];
+    if (next == 0) break;
+    if (writer) toks[n] = static_cast<std::uint16_t>(at);
+    ++n;
+    at = next;
+    if (at >= end) break;
+  }
+  *r = at;
+  return n;
+}
+
+// The token pass over toks[0, n) (window w staged at `base`), for the thread `t` of a team of
+// `threads`; its tokens are [i0, i1) (lz4_table_share). Part 1 returns the sum of its tokens'
+// output lengths; the team then scans those sums (an exclusive prefix `pre`, from op0), and part
+// 2 writes at[i] (each token's output position; the last thread also at[n], the end) and returns
+// the first of its tokens that fails a check, or n.
+CS_HD inline void lz4_table_share(std::uint32_t n, std::uint32_t t, std::uint32_t threads, std::uint32_t* i0,
+                                  std::uint32_t* i1) {
+  const std::uint32_t per = (n + threads - 1) / threads;
+  *i0 = t * per < n ? t * per : n;
+  *i1 = *i0 + per < n ? *i0 + per : n;
+}
+CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint32_t base, std::uint32_t in_size,
+                                               const std::uint16_t* toks, std::uint32_t i0, std::uint32_t i1) {
+  std::uint32_t sum = 0;
+  for (std::uint32_t i = i0; i < i1; ++i) {
+    Lz4FastShape f;
+    static_cast<void>(lz4_fast_shape(w + toks[i], base + toks[i], in_size, &f));  // true: the table said so
+    sum += f.lit + f.mlen;
+  }
+  return sum;
+}
+CS_HD inline std::uint32_t lz4_table_token_place(const std::uint8_t* w, std::uint32_t base, std::uint32_t in_size,
+                                                 std::uint32_t size, const std::uint16_t* toks, std::uint32_t n,
+                                                 std::uint32_t i0, std::uint32_t i1, std::uint32_t pos,
+                                                 std::uint32_t* at) {
+  std::uint32_t bad = n;
+  for (std::uint32_t i = i0; i < i1; ++i) {
+    Lz4FastShape f;
+    static_cast<void>(lz4_fast_shape(w + toks[i], base + toks[i], in_size, &f));
+    at[i] = pos;
+    if (bad == n && !lz4_fast_checks(f.lit, f.off, f.mlen, pos, size)) bad = i;
+    pos += f.lit + f.mlen;
+  }
+  if (i1 == n && i0 < i1) at[n] = pos;
+  return bad;
+}
+
+// The segment state of a walk: segments marked, where the open one starts, its sequences.
+struct Lz4SegmentMarks {
+  std::uint32_t count = 0, out = 0, seqs = 0;
+};
+
+// The serial rule's marks among accepted tokens [0, ok) at output positions at[0, ok): before
+// token j, a new segment if none is open, or the open one holds kLz4SegmentOut bytes or
+// kLz4SegmentSeqs sequences. at[] rises strictly (a fast sequence has a match of 4 bytes or more),
+// so the first token past the output bound is a binary search. Returns false where a mark would
+// exceed max_segments (the walk's guard).
+CS_HD_TEMPLATE
+template <class Mark>
+CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* toks, std::uint32_t base,
+                                  std::uint32_t ok, std::size_t max_segments, Lz4SegmentMarks* m, Mark&& mark) {
+  for (std::uint32_t from = 0;;) {
+    std::uint32_t j = from;
+    if (m->count != 0) {
+      const std::uint32_t by_seqs = from + (kLz4SegmentSeqs - m->seqs);  // seqs <= kLz4SegmentSeqs
+      std::uint32_t lo = from, hi = ok;  // the first at[] >= out + kLz4SegmentOut in [from, ok)
+      const std::uint32_t bound = m->out + kLz4SegmentOut;
+      while (lo < hi) {
+        const std::uint32_t mid = lo + (hi - lo) / 2;
+        if (at[mid] >= bound) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      j = lo < by_seqs ? lo : by_seqs;
+    }
+    if (j >= ok) {
+      m->seqs += ok - from;
+      return true;
+    }
+    if (m->count == max_segments) return false;
+    mark(m->count, base + toks[j], at[j]);
+    ++m->count;
+    m->out = at[j];
+    m->seqs = 1;
+    from = j + 1;
+  }
+}
+
+// The table walk: the contract of lz4_segment_walk (same status, marks and count). The caller's
+// `team` runs the team's parts, and returns with their results visible to the walker:
+//   team.stage(window, r_begin, r_end, left0): fill tbl over [r_begin, r_end) of the window just
+//     staged (lz4_table_fill; left0 = in_size - base);
+//   team.tokens(window, base, n, op0) -> ok: the token pass over toks[0, n), at[] written.
+// `tbl` holds rd.cap entries (kLz4TableWindowMin <= rd.cap <=
+// kLz4TableWindowMax), toks `cap` >= 1 entries (the chain lists at most that many tokens at a
+// time; lz4_table_token_cap(rd.cap) holds a whole window), at one more. `writer`: whether this
+// thread of the walker stores the chain's tokens.
+CS_HD_TEMPLATE
+template <class Fill, class Team, class Mark>
+CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team& team, const std::uint16_t* tbl,
+                                                 std::uint16_t* toks, std::uint32_t cap,
+                                                 const std::uint32_t* at, bool writer, std::uint32_t in_size,
+                                                 std::uint32_t size, std::size_t max_segments, Mark&& mark,
+                                                 std::uint32_t* segments) {
+  *segments = 0;
+  if (in_size == 0) return DecodeStatus::kCorrupt;  // not a block (the empty block is a 0 token)
+  std::uint32_t ip = 0, op = 0;
+  Lz4SegmentMarks m;
+  std::size_t tbl_base = ~std::size_t{0};  // the window the table belongs to
+  std::uint32_t tbl_end = 0;
+  for (;;) {
+    if (in_size - ip >= kLz4FastSpan + 3) {
+      if (rd.base != tbl_base || std::size_t{ip} - rd.base >= tbl_end) {
+        // a table for the window at ip: this one if it holds enough positions past ip, else a
+        // window staged at ip (the serial steps move the window too: a new base, a new table)
+        std::uint32_t end = lz4_table_end(rd.base, rd.len, in_size);
+        const std::size_t r = std::size_t{ip} - rd.base;  // wraps around when ip < base
+        if (r >= end || (end - r < kLz4TableMinRun && rd.base + rd.len < in_size)) {
+          rd.len = 0;
+          static_cast<void>(rd[ip]);
+          end = lz4_table_end(rd.base, rd.len, in_size);
+        }
+        team.stage(static_cast<const std::uint8_t*>(rd.window), static_cast<std::uint32_t>(ip - rd.base), end,
+                   static_cast<std::uint32_t>(in_size - rd.base));
+        tbl_base = rd.base;
+        tbl_end = end;
+      }
+      const auto base = static_cast<std::uint32_t>(rd.base);
+      std::uint32_t r = ip - base;
+      const std::uint32_t n = lz4_table_chain(tbl, &r, tbl_end, toks, cap, writer);
+      if (n != 0) {
+        const std::uint32_t ok = team.tokens(static_cast<const std::uint8_t*>(rd.window), base, n, op);
+        if (!lz4_table_marks(at, toks, base, ok, max_segments, &m, mark)) return DecodeStatus::kCorrupt;
+        if (ok != 0) {
+          ip = base + (ok < n ? toks[ok] : r);
+          op = at[ok];
+        }
+        if (ok == n) continue;  // on along the table (or the next window)
+      }
+      // the fast path declines the sequence at ip, or a check fails there: the serial step
+    }
+    // one sequence the serial way
+    if (m.count == 0 || op - m.out >= kLz4SegmentOut || m.seqs >= kLz4SegmentSeqs) {
+      if (m.count == max_segments) return DecodeStatus::kCorrupt;
+      mark(m.count, ip, op);
+      ++m.count;
+      m.out = op;
+      m.seqs = 0;
+    }
+    ++m.seqs;
+    std::size_t ip64 = ip;
+    Lz4Sequence g;
+    bool last = false;
+    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, &last);
+    if (st != DecodeStatus::kOk) return st;
+    ip = static_cast<std::uint32_t>(ip64);
+    op += static_cast<std::uint32_t>(g.lit_len + g.match_len);
+    if (last) break;
+  }
+  *segments = m.count;
+  return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
+}
+
+// The host's team: one thread does every part.
+struct Lz4HostTableTeam {
+  std::uint16_t* tbl;
+  const std::uint16_t* toks;
+  std::uint32_t* at;
+  std::uint32_t in_size, size;
+  void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t left0) {
+    lz4_table_fill(w, tbl, r0, end, left0, 0, 1);
+  }
+  std::uint32_t tokens(const std::uint8_t* w, std::uint32_t base, std::uint32_t n, std::uint32_t op0) {
+    return lz4_table_token_place(w, base, in_size, size, toks, n, 0, n, op0, at);
+  }
+};
+
 // Matches longer than this are copied by the whole warp, each alone; shorter ones by one lane
 // each, all of a group at once (a lane holds a match's bytes in registers between its loads and
 // its stores).
@@ -227,10 +474,12 @@ CS_HD inline DecodeStatus lz4_segment_parse(Reader& rd, std::uint32_t in_size, s
 // groups; a group's bytes are all read before any is written, which is the worst order the
 // device's lanes can take, so a group rule that let one match read another's bytes shows here
 // as wrong output. *groups (when given) receives the number of groups. Blocks at or over
-// kLz4RingMaxBytes take lz4_decode_exact_with, as on the device.
+// kLz4RingMaxBytes take lz4_decode_exact_with, as on the device. `walk` picks the walk; the
+// table walk needs a window of at least kLz4TableWindowMin bytes (a smaller one walks serially).
+enum class Lz4Walk { kSerial, kTable };
 inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                              std::size_t size, std::size_t walk_window = 8192,
-                                             std::uint64_t* groups = nullptr) {
+                                             std::uint64_t* groups = nullptr, Lz4Walk walk = Lz4Walk::kTable) {
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
     return lz4_decode_exact_with(in, in_size, out, size, copy);
@@ -241,9 +490,17 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
   {
     std::vector<std::uint8_t> window(walk_window);
     Lz4StagedReader<Lz4MemcpyFill> rd{in, in_size, window.data(), walk_window, {}};
-    const DecodeStatus st = lz4_segment_walk(
-        rd, n_in, n_out, segs.size(), [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { segs[k] = {ip, op}; },
-        &count);
+    const auto mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { segs[k] = {ip, op}; };
+    DecodeStatus st = DecodeStatus::kOk;
+    if (walk == Lz4Walk::kTable && walk_window >= kLz4TableWindowMin && walk_window <= kLz4TableWindowMax) {
+      std::vector<std::uint16_t> tbl(walk_window), toks(lz4_table_token_cap(walk_window));
+      std::vector<std::uint32_t> at(toks.size() + 1);
+      Lz4HostTableTeam team{tbl.data(), toks.data(), at.data(), n_in, n_out};
+      st = lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), static_cast<std::uint32_t>(toks.size()),
+                                  at.data(), true, n_in, n_out, segs.size(), mark, &count);
+    } else {
+      st = lz4_segment_walk(rd, n_in, n_out, segs.size(), mark, &count);
+    }
     if (st != DecodeStatus::kOk) return st;
   }
   std::vector<std::vector<Lz4MatchRecord>> recs(count);

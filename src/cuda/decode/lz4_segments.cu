@@ -1,9 +1,10 @@
 // The segmented numcodecs-LZ4 path (lz4_segments.hpp; the logic, shared with the host tests, is
 // codec/logic/lz4_segments.hpp).
 //
-// lz4_dense_kernel    whether the batch has a dense buffer (then all go to the ring kernel)
-// lz4_walk_kernel     one warp per buffer (4 per thread block, 8 KiB of staged input each):
-//                     header, the checking walk, the buffer's slots, its segments' starts
+// lz4_table_walk_kernel  one thread block per buffer: the header, the buffer's slots, the
+//                     checking walk (warp 0, the table walk over 8 KiB windows whose tables all
+//                     the block's warps fill), its segments' starts
+// lz4_walk_kernel     the same with the serial walk, one warp per buffer (4 per thread block)
 // lz4_segment_kernel  persistent warps taking segments from a queue in segment-major order
 //                     (segment k of every buffer before segment k + 1 of any), so that the
 //                     chains of different blocks advance side by side; per segment: parse and
@@ -28,6 +29,14 @@ using logic::DecodeStatus;
 
 constexpr unsigned kWalkWarps = 4;
 constexpr std::size_t kWalkWindow = 8192;
+constexpr std::size_t kTableWindow = 8192;
+// Tokens the chain lists at a time (a window of the era5-like chunks holds ~150, of the synth
+// fields ~500; more take several token passes).
+constexpr std::uint32_t kTableTokens = 1024;
+// Warps per buffer in the table walk (4: 9 % slower on era5-like chunks; 16: 28 % slower on the
+// mixed batch, H100, session 15).
+constexpr unsigned kTableWarps = 8;
+static_assert(kTableWindow >= logic::kLz4TableWindowMin && kTableWindow <= logic::kLz4TableWindowMax, "table window");
 constexpr unsigned kSegWarps = 8;
 constexpr std::size_t kAlign = 256;
 
@@ -56,22 +65,12 @@ __device__ void store_release(std::uint32_t* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// Whether any buffer of the batch has decoded size >= ring_min_ratio x compressed size: then the
-// whole batch goes to the ring kernel (lz4_segments_enqueue says why).
-__global__ void lz4_dense_kernel(DeviceBatch b, float ring_min_ratio, std::uint32_t* dense) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < b.num_buffers;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    if (static_cast<double>(b.dst_bytes[i]) >= static_cast<double>(ring_min_ratio) * static_cast<double>(b.src_bytes[i]))
-      atomicOr(dense, 1u);
-}
-
-__global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b, const std::uint32_t* order,
-                                                                   Lz4SegmentScratch s) {
-  __shared__ alignas(16) std::uint8_t windows[kWalkWarps][kWalkWindow];
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
-  const std::size_t w = static_cast<std::size_t>(blockIdx.x) * kWalkWarps + warp;
-  if (w >= b.num_buffers) return;
-  const std::size_t i = order[w];
+// The walk of buffer i by one warp: the numcodecs header, the buffer's slots, then
+// walk(in, in_size, size, bound, mark, &count) (a status; mark(k, ip, op) records segment k's
+// start), then the buffer's outputs (lane 0). Every lane of the warp calls it.
+template <class Walk>
+__device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4SegmentScratch& s, unsigned lane,
+                            Walk&& walk) {
   const std::uint8_t* src = b.src[i];
   const std::size_t src_bytes = b.src_bytes[i], size = b.dst_bytes[i];
   std::uint32_t count = 0;
@@ -85,7 +84,7 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
     st = DecodeStatus::kWrongSize;
   } else {
     const std::size_t in_size = src_bytes - logic::kLz4NumcodecsHeader;
-    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes || *s.dense != 0;
+    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes;
     unsigned long long base = 0;
     if (!ring) {
       const std::size_t bound = logic::lz4_segment_bound(in_size, size);
@@ -93,19 +92,17 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
       base = __shfl_sync(kFullMask, base, 0);
       ring = base + bound > s.capacity;
       if (!ring) {
-        logic::Lz4StagedReader<WarpFill> rd{src + logic::kLz4NumcodecsHeader, in_size, windows[warp], kWalkWindow,
-                                            WarpFill{lane}};
         logic::Lz4Segment* segs = s.segs + base;
         std::uint32_t* flags = s.flags + base;
-        st = logic::lz4_segment_walk(
-            rd, static_cast<std::uint32_t>(in_size), static_cast<std::uint32_t>(size), bound,
-            [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
-              if (lane == 0) {
-                segs[k] = logic::Lz4Segment{ip, op};
-                flags[k] = 0;
-              }
-            },
-            &count);
+        st = walk(src + logic::kLz4NumcodecsHeader, static_cast<std::uint32_t>(in_size),
+                  static_cast<std::uint32_t>(size), bound,
+                  [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
+                    if (lane == 0) {
+                      segs[k] = logic::Lz4Segment{ip, op};
+                      flags[k] = 0;
+                    }
+                  },
+                  &count);
         if (st != DecodeStatus::kOk) count = 0;
       }
     }
@@ -120,6 +117,131 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
   s.seg_count[i] = count;
   if (count != 0) atomicMax(s.max_segments, count);
   b.status[i] = st;
+}
+
+// WarpFill plus a prefetch into L2 of the kTableWindow bytes after the window (two 128-byte
+// lines per lane), so that the table walk's next window comes from L2, not DRAM.
+struct TableFill {
+  unsigned lane;
+  const std::uint8_t* end;  // one past the input
+  __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
+    WarpFill{lane}(win, src, n);
+    for (unsigned k = 0; k < kTableWindow / (32 * 128); ++k) {
+      const std::uint8_t* next = src + n + 128 * (static_cast<std::size_t>(lane) + 32 * k);
+      if (next < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+    }
+  }
+};
+
+// The serial walk (lz4_segment_walk), one warp per buffer.
+__global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b, const std::uint32_t* order,
+                                                                   Lz4SegmentScratch s) {
+  __shared__ alignas(16) std::uint8_t windows[kWalkWarps][kWalkWindow];
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  const std::size_t w = static_cast<std::size_t>(blockIdx.x) * kWalkWarps + warp;
+  if (w >= b.num_buffers) return;
+  walk_buffer(b, order[w], s, lane,
+              [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
+                  std::uint32_t* count) {
+                logic::Lz4StagedReader<WarpFill> rd{in, in_size, windows[warp], kWalkWindow, WarpFill{lane}};
+                return logic::lz4_segment_walk(rd, in_size, size, bound, mark, count);
+              });
+}
+
+// The table walk (lz4_segment_walk_table), one thread block of kTableWarps warps per buffer:
+// warp 0 walks (lane 0 stores the chain's tokens); the whole block is the team, which fills the
+// table of each window warp 0 stages and runs the token pass. Warp 0 hands out a job (named
+// barrier 1: the job and its inputs are ready), every warp does it, and barrier 2 closes it
+// (barrier 3 orders the token pass's scan). The helpers leave on the job kDone.
+enum class TableJobKind : std::uint32_t { kFill, kTokens, kDone };
+struct TableJob {
+  TableJobKind kind;
+  std::uint32_t r0, end, left0;   // kFill
+  std::uint32_t base, n, op0;     // kTokens
+  std::uint32_t in_size, size;
+};
+
+struct TableShared {
+  alignas(16) std::uint8_t window[kTableWindow];
+  std::uint16_t table[kTableWindow];
+  std::uint16_t toks[kTableTokens];
+  std::uint32_t at[kTableTokens + 1];
+  std::uint32_t warp_sum[kTableWarps];
+  std::uint32_t first_bad;
+  TableJob job;
+};
+constexpr unsigned kTableThreads = 32 * kTableWarps;
+
+__device__ void table_job(TableShared& sh, const TableJob& j) {
+  const unsigned t = threadIdx.x, lane = t & 31u, warp = t / 32;
+  if (j.kind == TableJobKind::kFill) {
+    logic::lz4_table_fill(sh.window, sh.table, j.r0, j.end, j.left0, t, kTableThreads);
+    return;
+  }
+  // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
+  std::uint32_t i0 = 0, i1 = 0;
+  logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window, j.base, j.in_size, sh.toks, i0, i1);
+  std::uint32_t v = sum;
+#pragma unroll
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const std::uint32_t up = __shfl_up_sync(kFullMask, v, d);
+    if (lane >= d) v += up;
+  }
+  if (lane == 31) sh.warp_sum[warp] = v;
+  bar_sync_id<3>(kTableThreads);
+  std::uint32_t pre = v - sum;
+  for (unsigned w = 0; w < warp; ++w) pre += sh.warp_sum[w];
+  const std::uint32_t bad =
+      logic::lz4_table_token_place(sh.window, j.base, j.in_size, j.size, sh.toks, j.n, i0, i1, j.op0 + pre, sh.at);
+  if (bad < j.n) atomicMin(&sh.first_bad, bad);
+}
+
+__global__ void __launch_bounds__(kTableThreads) lz4_table_walk_kernel(DeviceBatch b, const std::uint32_t* order,
+                                                                       Lz4SegmentScratch s) {
+  __shared__ TableShared sh;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  if (warp != 0) {
+    for (;;) {
+      bar_sync_id<1>(kTableThreads);
+      const TableJob j = sh.job;
+      if (j.kind == TableJobKind::kDone) return;
+      table_job(sh, j);
+      bar_sync_id<2>(kTableThreads);
+    }
+  }
+  // warp 0: hands out job j, does its part, returns once every warp has done its part
+  const auto run = [&](const TableJob& j) {
+    if (lane == 0) {
+      sh.job = j;
+      sh.first_bad = j.n;
+    }
+    bar_sync_id<1>(kTableThreads);
+    table_job(sh, j);
+    bar_sync_id<2>(kTableThreads);
+  };
+  walk_buffer(b, order[blockIdx.x], s, lane,
+              [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
+                  std::uint32_t* count) {
+                logic::Lz4StagedReader<TableFill> rd{in, in_size, sh.window, kTableWindow, TableFill{lane, in + in_size}};
+                struct Team {
+                  decltype(run)& go;
+                  TableShared& sh;
+                  std::uint32_t in_size, size;
+                  __device__ void stage(const std::uint8_t*, std::uint32_t r0, std::uint32_t end, std::uint32_t left0) {
+                    go(TableJob{TableJobKind::kFill, r0, end, left0, 0, 0, 0, in_size, size});
+                  }
+                  __device__ std::uint32_t tokens(const std::uint8_t*, std::uint32_t base, std::uint32_t n,
+                                                  std::uint32_t op0) {
+                    go(TableJob{TableJobKind::kTokens, 0, 0, 0, base, n, op0, in_size, size});
+                    return sh.first_bad;
+                  }
+                } team{run, sh, in_size, size};
+                return logic::lz4_segment_walk_table(rd, team, sh.table, sh.toks, kTableTokens, sh.at, lane == 0,
+                                                     in_size, size, bound, mark, count);
+              });
+  if (lane == 0) sh.job.kind = TableJobKind::kDone;
+  bar_sync_id<1>(kTableThreads);
 }
 
 // One group of matches (codec/logic/lz4_segments.hpp, lz4_group_size): lane j holds match r + j.
@@ -280,7 +402,6 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   s.cursor = reinterpret_cast<unsigned long long*>(p + 8);
   s.max_segments = reinterpret_cast<std::uint32_t*>(p + 16);
   s.ring_count = reinterpret_cast<std::uint32_t*>(p + 20);
-  s.dense = reinterpret_cast<std::uint32_t*>(p + 24);
   s.seg_base = reinterpret_cast<unsigned long long*>(p + l.seg_base);
   s.seg_count = reinterpret_cast<std::uint32_t*>(p + l.seg_count);
   s.ring_list = reinterpret_cast<std::uint32_t*>(p + l.ring_list);
@@ -291,16 +412,15 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
 }
 
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
-                          float ring_min_ratio, cudaStream_t stream) {
-  // queue, cursor, max_segments, ring_count, dense
-  CS_CUDA_CHECK(cudaMemsetAsync(s.seg_queue, 0, 28, stream));
-  if (ring_min_ratio != std::numeric_limits<float>::infinity()) {
-    const unsigned dense_blocks = static_cast<unsigned>(std::min<std::size_t>((b.num_buffers + 255) / 256, 1024));
-    lz4_dense_kernel<<<dense_blocks, 256, 0, stream>>>(b, ring_min_ratio, s.dense);
-    CS_CUDA_CHECK(cudaGetLastError());
+                          bool table_walk, cudaStream_t stream) {
+  // queue, cursor, max_segments, ring_count
+  CS_CUDA_CHECK(cudaMemsetAsync(s.seg_queue, 0, 24, stream));
+  if (table_walk) {
+    lz4_table_walk_kernel<<<static_cast<unsigned>(b.num_buffers), kTableThreads, 0, stream>>>(b, order, s);
+  } else {
+    const unsigned walk_blocks = static_cast<unsigned>((b.num_buffers + kWalkWarps - 1) / kWalkWarps);
+    lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s);
   }
-  const unsigned walk_blocks = static_cast<unsigned>((b.num_buffers + kWalkWarps - 1) / kWalkWarps);
-  lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s);
   CS_CUDA_CHECK(cudaGetLastError());
   int per_sm = 0;
   CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lz4_segment_kernel, 32 * kSegWarps, 0));

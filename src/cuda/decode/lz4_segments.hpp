@@ -1,5 +1,6 @@
 // numcodecs lz4 buffers decoded in segments (codec/logic/lz4_segments.hpp says how and why):
-// a walk kernel, one warp per buffer, checks each block and marks its segments; a segment
+// a walk kernel, one thread block per buffer (the table walk), checks each block and marks its
+// segments; a segment
 // kernel, one warp per segment, copies literals and then, after the segment before it in the
 // same block, the matches. Buffers this path cannot take (32-bit positions, no room left for
 // their segments) are listed for the ring kernel (batch_decode.cu), which runs after it.
@@ -21,7 +22,6 @@ struct Lz4SegmentScratch {
   unsigned long long* cursor;        // slots handed out to buffers by the walk
   std::uint32_t* max_segments;       // the most segments any buffer has
   std::uint32_t* ring_count;         // buffers left to the ring kernel, listed in ring_list
-  std::uint32_t* dense;              // nonzero: the batch has a dense buffer (all go to the ring)
   unsigned long long* seg_base;      // N: the buffer's first slot
   std::uint32_t* seg_count;          // N: its segments (0: nothing for the segment kernel)
   std::uint32_t* ring_list;          // N
@@ -41,14 +41,11 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
 
 // Enqueues the walk and the segment kernel on `stream`. Every buffer gets its status from the
 // walk except those listed in ring_list (*ring_count of them), which the caller must decode:
-// buffers this path cannot take, and every buffer of a batch in which some buffer decodes to at
-// least ring_min_ratio times its compressed size (infinity: never). Why the whole batch: the
-// walk costs ~450 cycles a sequence like the ring kernel's walker without its bursts, so dense
-// buffers (the synth fields: 1.18) run 1.6x slower here, and the walk, the segments and the
-// ring kernel run one after another, so a batch split between the paths pays the slowest
-// buffer of each (H100, session 14: docs/gpu_decoders.md, "numcodecs lz4 in segments").
-// `order`: the walk's buffer order (largest first).
+// blocks of 4 GiB or more (32-bit positions) and buffers whose segments do not fit the scratch.
+// `order`: the walk's buffer order (largest first). `table_walk`: the table walk
+// (lz4_segment_walk_table, a thread block per buffer), else the serial walk (lz4_segment_walk, a
+// warp per buffer); both mark the same segments and give the same statuses.
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
-                          float ring_min_ratio, cudaStream_t stream);
+                          bool table_walk, cudaStream_t stream);
 
 }  // namespace cubestream::cuda::detail

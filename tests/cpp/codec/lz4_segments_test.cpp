@@ -5,7 +5,9 @@
 // stray access).
 #include <lz4.h>
 
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -27,12 +29,13 @@ struct Result {
   std::uint64_t groups = 0;
 };
 
-Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192) {
+Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
+                 logic::Lz4Walk walk = logic::Lz4Walk::kTable) {
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
   if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
   Result r;
-  r.status = logic::lz4_segments_decode_host(src.get(), in.size(), dst.get(), size, window, &r.groups);
+  r.status = logic::lz4_segments_decode_host(src.get(), in.size(), dst.get(), size, window, &r.groups, walk);
   r.bytes.assign(dst.get(), dst.get() + size);
   return r;
 }
@@ -50,7 +53,8 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
       for (int level : {0, 3, 12}) {
         const Buf enc = liblz4_block(src, level);
         for (std::size_t window : {8192u, 296u}) {
-          const Result r = segmented(enc, src.size(), window);
+          const Result r =
+              segmented(enc, src.size(), window, level == 3 ? logic::Lz4Walk::kSerial : logic::Lz4Walk::kTable);
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
         }
@@ -98,6 +102,128 @@ TEST(Lz4Segments, CraftedFarMatchesAndEveryOffsetMatchLiblz4) {
   const Result r = segmented(enc, size);
   ASSERT_EQ(r.status, DecodeStatus::kOk);
   ASSERT_TRUE(r.bytes == liblz4_decode(enc, size));
+}
+
+// The table walk against the serial walk: the same status, the same count and every mark in the
+// same order (also the marks made before a damaged block's failure), for windows from the
+// smallest the table walk takes to the largest its 16-bit entries allow.
+struct Walked {
+  DecodeStatus status;
+  std::uint32_t count = 0;
+  std::vector<logic::Lz4Segment> marks;
+};
+
+Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk kind) {
+  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[enc.empty() ? 1 : enc.size()]);
+  if (!enc.empty()) std::memcpy(src.get(), enc.data(), enc.size());
+  Walked w;
+  std::vector<std::uint8_t> win(window);
+  logic::Lz4StagedReader<logic::Lz4MemcpyFill> rd{src.get(), enc.size(), win.data(), window, {}};
+  const std::size_t bound = logic::lz4_segment_bound(enc.size(), size);
+  const auto mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
+    EXPECT_EQ(k, w.marks.size());
+    w.marks.push_back({ip, op});
+  };
+  const auto in_n = static_cast<std::uint32_t>(enc.size()), out_n = static_cast<std::uint32_t>(size);
+  if (kind == logic::Lz4Walk::kSerial) {
+    w.status = logic::lz4_segment_walk(rd, in_n, out_n, bound, mark, &w.count);
+  } else {
+    // stale entries must never be read: a walk that read one would go astray
+    std::vector<std::uint16_t> tbl(window, 0xDEAD), toks(logic::lz4_table_token_cap(window));
+    std::vector<std::uint32_t> at(toks.size() + 1);
+    // a team of 3 threads, as the device splits the work among its threads
+    struct Team {
+      std::vector<std::uint16_t>& tbl;
+      const std::vector<std::uint16_t>& toks;
+      std::vector<std::uint32_t>& at;
+      std::uint32_t in_size, size;
+      std::size_t window;
+      std::uint64_t filled = 0;
+      void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t left0) {
+        EXPECT_LT(r0, end);
+        EXPECT_LE(end + logic::kLz4FastSpan, window);
+        std::fill(tbl.begin(), tbl.end(), std::uint16_t{0xDEAD});
+        for (std::uint32_t t = 3; t-- > 0;) logic::lz4_table_fill(w, tbl.data(), r0, end, left0, t, 3);
+        filled += end - r0;
+      }
+      std::uint32_t tokens(const std::uint8_t* w, std::uint32_t base, std::uint32_t n, std::uint32_t op0) {
+        std::fill(at.begin(), at.end(), 0xDEADBEEFu);
+        std::uint32_t sums[3], i0[3], i1[3], pre = op0, ok = n;
+        for (std::uint32_t t = 0; t < 3; ++t) {
+          logic::lz4_table_share(n, t, 3, &i0[t], &i1[t]);
+          sums[t] = logic::lz4_table_token_sum(w, base, in_size, toks.data(), i0[t], i1[t]);
+        }
+        for (std::uint32_t t = 0; t < 3; ++t) {
+          const std::uint32_t bad =
+              logic::lz4_table_token_place(w, base, in_size, size, toks.data(), n, i0[t], i1[t], pre, at.data());
+          ok = bad < ok ? bad : ok;
+          pre += sums[t];
+        }
+        return ok;
+      }
+    } team{tbl, toks, at, in_n, out_n, window};
+    // a short token list on small windows: the chain stops at it and goes on from there
+    const auto cap = static_cast<std::uint32_t>(window < 2000 ? 7 : toks.size());
+    w.status = logic::lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), cap, at.data(), true, in_n, out_n,
+                                             bound, mark, &w.count);
+    // each input position is filled about once (the windows overlap by the fast path's span)
+    EXPECT_LE(team.filled,
+              enc.size() + enc.size() * (logic::kLz4FastSpan + 16) / (window - logic::kLz4FastSpan - 16) + window);
+  }
+  return w;
+}
+
+void expect_same_walk(const Buf& enc, std::size_t size, std::size_t window, const std::string& what) {
+  const Walked a = walk(enc, size, window, logic::Lz4Walk::kSerial);
+  const Walked b = walk(enc, size, window, logic::Lz4Walk::kTable);
+  ASSERT_EQ(a.status, b.status) << what;
+  ASSERT_EQ(a.count, b.count) << what;
+  ASSERT_EQ(a.marks.size(), b.marks.size()) << what;
+  for (std::size_t k = 0; k < a.marks.size(); ++k) {
+    ASSERT_EQ(a.marks[k].in, b.marks[k].in) << what << " mark " << k;
+    ASSERT_EQ(a.marks[k].out, b.marks[k].out) << what << " mark " << k;
+  }
+}
+
+TEST(Lz4Segments, TableWalkMarksWhatTheSerialWalkMarks) {
+  const std::size_t windows[] = {logic::kLz4TableWindowMin, 1000, 8192, logic::kLz4TableWindowMax};
+  for (const auto& kind : kDataKinds) {
+    for (std::size_t n : {0u, 1u, 15u, 300u, 4096u, 70001u, 1100000u}) {
+      const Buf src = kind.make(n);
+      for (int level : {0, 9}) {
+        const Buf enc = liblz4_block(src, level);
+        for (std::size_t window : windows)
+          expect_same_walk(enc, src.size(), window,
+                           std::string(kind.name) + " " + std::to_string(n) + " level " + std::to_string(level));
+      }
+    }
+  }
+  // long literal runs (length bytes of 255: the table declines them), long matches, zeros
+  std::mt19937 rng(23);
+  Buf mixed(400000);
+  for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = (i / 5000) % 3 == 0 ? static_cast<std::uint8_t>(rng()) : 7;
+  for (std::size_t window : windows) expect_same_walk(liblz4_block(mixed, 0), mixed.size(), window, "runs");
+  const Buf zeros(3000000, 0);
+  expect_same_walk(liblz4_block(zeros, 0), zeros.size(), 8192, "zeros");
+}
+
+TEST(Lz4Segments, TableWalkGivesTheSerialStatusOnDamagedBlocks) {
+  const Buf src = quantised_bytes(120000);
+  std::mt19937 rng(29);
+  for (int level : {0, 9}) {
+    const Buf enc = liblz4_block(src, level);
+    for (std::size_t cut = 0; cut < enc.size(); cut += (cut < 64 ? 1 : 97))
+      expect_same_walk(Buf(enc.begin(), enc.begin() + cut), src.size(), 1000, "cut " + std::to_string(cut));
+    for (int trial = 0; trial < 3000; ++trial) {
+      Buf bad = enc;
+      const int flips = 1 + static_cast<int>(rng() % 4);
+      for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
+      const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
+      expect_same_walk(bad, size, trial % 2 == 0 ? 8192 : logic::kLz4TableWindowMin, "trial " + std::to_string(trial));
+      const Result r = segmented(bad, size);
+      ASSERT_EQ(r.status, serial(bad, size)) << "trial " << trial;
+    }
+  }
 }
 
 // Damaged blocks: the same status as the serial decoder (and liblz4's bytes when accepted).

@@ -335,12 +335,13 @@ TEST(GpuBatch, Lz4BurstsAndTheSplitMatchTheHostLogic) {
 
 Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
 
-// The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), by default
-// for buffers below the ratio bound and forced for all (CUBESTREAM_LZ4_PATH=segments): good buffers of every data kind and size at three levels, long literal runs, far, long and
-// overlapping matches, megabytes of zeros (one long match after another) and damaged buffers
-// give the host logic's statuses and bytes at odd input and output alignments; so does the ring
-// kernel alone, and a scratch with room for only a few buffers' segments, where the walk hands
-// the others to the ring kernel in the same call.
+// The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), the default,
+// with the table walk and the serial one (CUBESTREAM_LZ4_WALK=serial): good buffers of every data
+// kind and size at three levels, long literal runs, far, long and overlapping matches, megabytes
+// of zeros (one long match after another) and damaged buffers give the host logic's statuses and
+// bytes at odd input and output alignments; so does the ring kernel alone
+// (CUBESTREAM_LZ4_PATH=ring), and a scratch with room for only a few buffers' segments, where the
+// walk hands the others to the ring kernel in the same call.
 TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
   REQUIRE_GPU();
   std::vector<Buf> enc;
@@ -364,16 +365,20 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* what;
     const char* path;
     std::size_t scratch;
-  } settings[] = {{"the default: segments below the ratio bound, the ring kernel above", nullptr, 0},
-                  {"segments for every buffer", "segments", 0},
-                  {"the ring kernel for every buffer", "ring", 0},
-                  {"segments, short scratch", "segments", short_scratch}};
+    const char* walk;
+  } settings[] = {{"the default: segments with the table walk", nullptr, 0, nullptr},
+                  {"segments with the serial walk", nullptr, 0, "serial"},
+                  {"the ring kernel for every buffer", "ring", 0, nullptr},
+                  {"segments, short scratch (the ring kernel takes the rest)", nullptr, short_scratch, nullptr},
+                  {"segments, short scratch, the serial walk", nullptr, short_scratch, "serial"}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
+    if (setting.walk != nullptr) setenv("CUBESTREAM_LZ4_WALK", setting.walk, 1);
     Batch b(enc, sizes, 3, 5);
     b.decode(cuda::BatchCodec::kLz4, setting.scratch);
     unsetenv("CUBESTREAM_LZ4_PATH");
+    unsetenv("CUBESTREAM_LZ4_WALK");
     expect_lz4_as_host_logic(b);
   }
 }
