@@ -98,6 +98,44 @@ CS_HD inline DecodeStatus lz4_staged_next(Lz4StagedReader<Fill>& rd, std::uint32
   return lz4_read_sequence(rd, in_size, ip, op, size, s, last);
 }
 
+// The segment state of a walk: segments marked, where the open one starts, its sequences.
+struct Lz4SegmentMarks {
+  std::uint32_t count = 0, out = 0, seqs = 0;
+};
+
+// The serial rule before the sequence at (ip, op): a new segment if none is open, or the open one
+// holds kLz4SegmentOut bytes or kLz4SegmentSeqs sequences; then the sequence joins it. False
+// where a mark would exceed max_segments (the walks' guard, unreachable with lz4_segment_bound).
+CS_HD_TEMPLATE
+template <class Mark>
+CS_HD inline bool lz4_mark_before(Lz4SegmentMarks* m, std::uint32_t ip, std::uint32_t op, std::size_t max_segments,
+                                  Mark&& mark) {
+  if (m->count == 0 || op - m->out >= kLz4SegmentOut || m->seqs >= kLz4SegmentSeqs) {
+    if (m->count == max_segments) return false;
+    mark(m->count, ip, op);
+    ++m->count;
+    m->out = op;
+    m->seqs = 0;
+  }
+  ++m->seqs;
+  return true;
+}
+
+// One sequence through lz4_read_sequence (the serial decoder's checks): moves *ip and *op past
+// it; *last at the block's last sequence.
+CS_HD_TEMPLATE
+template <class Reader>
+CS_HD inline DecodeStatus lz4_walk_read(Reader& rd, std::uint32_t in_size, std::uint32_t size, std::uint32_t* ip,
+                                        std::uint32_t* op, bool* last) {
+  std::size_t ip64 = *ip;
+  Lz4Sequence g;
+  const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, *op, size, &g, last);
+  if (st != DecodeStatus::kOk) return st;
+  *ip = static_cast<std::uint32_t>(ip64);
+  *op += static_cast<std::uint32_t>(g.lit_len + g.match_len);
+  return DecodeStatus::kOk;
+}
+
 // Walks the block in[0, in_size) (read through `rd`, a staged reader of it) that must decode to
 // exactly `size` bytes (both below kLz4RingMaxBytes), checking every sequence exactly as
 // lz4_decode_exact_with does, and calls mark(k, in, out) where segment k starts. Returns the
@@ -112,16 +150,10 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
   if (in_size == 0) return DecodeStatus::kCorrupt;  // not a block (the empty block is a 0 token)
   // (the fast step inline with 32-bit positions: through lz4_staged_next's 64-bit ones the walk
   // measured 12 % slower on the H100, 22.6 against 20.1 ms for the era5-like batch)
-  std::uint32_t ip = 0, op = 0, seg_out = 0, seg_seqs = 0, count = 0;
+  std::uint32_t ip = 0, op = 0;
+  Lz4SegmentMarks m;
   for (;;) {
-    if (count == 0 || op - seg_out >= kLz4SegmentOut || seg_seqs >= kLz4SegmentSeqs) {
-      if (count == max_segments) return DecodeStatus::kCorrupt;
-      mark(count, ip, op);
-      ++count;
-      seg_out = op;
-      seg_seqs = 0;
-    }
-    ++seg_seqs;
+    if (!lz4_mark_before(&m, ip, op, max_segments, mark)) return DecodeStatus::kCorrupt;
     if (in_size - ip >= kLz4FastSpan + 3) {
       if (std::size_t{ip} - rd.base + kLz4FastSpan > rd.len) {  // also when ip < base: wraps around
         rd.len = 0;
@@ -136,16 +168,12 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
         continue;
       }
     }
-    std::size_t ip64 = ip;
-    Lz4Sequence g;
     bool last = false;
-    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, &last);
+    const DecodeStatus st = lz4_walk_read(rd, in_size, size, &ip, &op, &last);
     if (st != DecodeStatus::kOk) return st;
-    ip = static_cast<std::uint32_t>(ip64);
-    op += static_cast<std::uint32_t>(g.lit_len + g.match_len);
     if (last) break;
   }
-  *segments = count;
+  *segments = m.count;
   // short of the size the container promised: damaged (lz4_decode_exact_with)
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }
@@ -265,11 +293,6 @@ CS_HD inline std::uint32_t lz4_table_token_place(const std::uint8_t* w, std::uin
   return bad;
 }
 
-// The segment state of a walk: segments marked, where the open one starts, its sequences.
-struct Lz4SegmentMarks {
-  std::uint32_t count = 0, out = 0, seqs = 0;
-};
-
 // The serial rule's marks among accepted tokens [0, ok) at output positions at[0, ok): before
 // token j, a new segment if none is open, or the open one holds kLz4SegmentOut bytes or
 // kLz4SegmentSeqs sequences. at[] rises strictly (a fast sequence has a match of 4 bytes or more),
@@ -362,21 +385,10 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
       // the fast path declines the sequence at ip, or a check fails there: the serial step
     }
     // one sequence the serial way
-    if (m.count == 0 || op - m.out >= kLz4SegmentOut || m.seqs >= kLz4SegmentSeqs) {
-      if (m.count == max_segments) return DecodeStatus::kCorrupt;
-      mark(m.count, ip, op);
-      ++m.count;
-      m.out = op;
-      m.seqs = 0;
-    }
-    ++m.seqs;
-    std::size_t ip64 = ip;
-    Lz4Sequence g;
+    if (!lz4_mark_before(&m, ip, op, max_segments, mark)) return DecodeStatus::kCorrupt;
     bool last = false;
-    const DecodeStatus st = lz4_read_sequence(rd, in_size, &ip64, op, size, &g, &last);
+    const DecodeStatus st = lz4_walk_read(rd, in_size, size, &ip, &op, &last);
     if (st != DecodeStatus::kOk) return st;
-    ip = static_cast<std::uint32_t>(ip64);
-    op += static_cast<std::uint32_t>(g.lit_len + g.match_len);
     if (last) break;
   }
   *segments = m.count;
