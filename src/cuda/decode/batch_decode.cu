@@ -199,20 +199,15 @@ Lz4BurstSplit lz4_bursts_from_env() {
 // The queue counter and the buffer order, before the segmented path's scratch.
 std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * sizeof(std::uint32_t)); }
 
-// Whether numcodecs lz4 batches take the segmented path (cuda/decode/lz4_segments.hpp; the ring
-// kernel then decodes only what it cannot take), and with which walk: by default segments with
-// the table walk. For A/B runs (every setting gives the same bytes and statuses):
-// CUBESTREAM_LZ4_PATH=ring sends every buffer to the ring kernel, CUBESTREAM_LZ4_WALK=serial
-// walks serially. Until session 15 batches with a buffer at ratio 1.1 or more went to the ring
-// kernel whole; with the table walk the segments are faster there too (synth fields 19.8 ->
-// 23.2 GB/s on the H100).
-bool lz4_segments_from_env() {
-  const char* env = std::getenv("CUBESTREAM_LZ4_PATH");
-  return env == nullptr || std::string(env) != "ring";
-}
-bool lz4_table_walk_from_env() {
-  const char* env = std::getenv("CUBESTREAM_LZ4_WALK");
-  return env == nullptr || std::string(env) != "serial";
+// Numcodecs lz4 batches take the segmented path (cuda/decode/lz4_segments.hpp; the ring kernel
+// then decodes only what it cannot take) with the table walk. For A/B runs (every setting gives
+// the same bytes and statuses): CUBESTREAM_LZ4_PATH=ring sends every buffer to the ring kernel,
+// CUBESTREAM_LZ4_WALK=serial walks serially. Until session 15 batches with a buffer at ratio 1.1
+// or more went to the ring kernel whole; with the table walk the segments are faster there too
+// (synth fields 19.9 -> 23.3 GB/s on the H100). env_equals reads those switches.
+bool env_equals(const char* name, const char* value) {
+  const char* env = std::getenv(name);
+  return env != nullptr && std::string(env) == value;
 }
 
 unsigned lz4_ring_blocks() {
@@ -495,12 +490,13 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       }
       // the segmented path where the scratch holds its fixed part (a scratch sized before it
       // existed, or CUBESTREAM_LZ4_PATH=ring, keeps every buffer on the ring kernel)
-      bool segmented = lz4_segments_from_env();
+      bool segmented = !env_equals("CUBESTREAM_LZ4_PATH", "ring");
       detail::Lz4SegmentScratch seg{};
       if (segmented)
         seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
                                           batch.num_buffers, &segmented);
-      if (segmented) detail::lz4_segments_enqueue(batch, order, seg, lz4_table_walk_from_env(), stream);
+      if (segmented)
+        detail::lz4_segments_enqueue(batch, order, seg, !env_equals("CUBESTREAM_LZ4_WALK", "serial"), stream);
       const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
       lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(
           batch, counter, order, lz4_bursts_from_env(), segmented ? seg.ring_list : nullptr,

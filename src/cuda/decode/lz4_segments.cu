@@ -119,19 +119,8 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
   b.status[i] = st;
 }
 
-// WarpFill plus a prefetch into L2 of the kTableWindow bytes after the window (two 128-byte
-// lines per lane), so that the table walk's next window comes from L2, not DRAM.
-struct TableFill {
-  unsigned lane;
-  const std::uint8_t* end;  // one past the input
-  __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
-    WarpFill{lane}(win, src, n);
-    for (unsigned k = 0; k < kTableWindow / (32 * 128); ++k) {
-      const std::uint8_t* next = src + n + 128 * (static_cast<std::size_t>(lane) + 32 * k);
-      if (next < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
-    }
-  }
-};
+// The table walk's window fill: the next window (kTableWindow bytes) prefetched into L2.
+using TableFill = PrefetchFill<kTableWindow / (32 * 128)>;
 
 // The serial walk (lz4_segment_walk), one warp per buffer.
 __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b, const std::uint32_t* order,

@@ -150,17 +150,23 @@ struct RingLanes {
   }
 };
 
-// WarpFill plus a prefetch into L2 of the 4 KiB after the window (one 128-byte line per lane),
-// so that the next refill waits on L2 rather than DRAM.
-struct RingFill {
+// WarpFill plus a prefetch into L2 of the Lines x 4 KiB after the window (Lines 128-byte lines
+// per lane), so that the next refill waits on L2 rather than DRAM.
+template <unsigned Lines = 1>
+struct PrefetchFill {
   unsigned lane;
   const std::uint8_t* end;  // one past the input
   __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
     WarpFill{lane}(win, src, n);
-    const std::uint8_t* next = src + n + 128 * static_cast<std::size_t>(lane);
-    if (next < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+#pragma unroll
+    for (unsigned k = 0; k < Lines; ++k) {
+      const std::uint8_t* next = src + n + 128 * (static_cast<std::size_t>(lane) + 32 * k);
+      if (next < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+    }
   }
 };
+// The ring kernel's walker: the 4 KiB after its window.
+using RingFill = PrefetchFill<1>;
 
 // Named barriers of the numcodecs lz4 kernel's thread block (barrier 0 is __syncthreads).
 // bar.arrive by the producer synchronizes with bar.sync by the consumers (PTX memory model), so

@@ -44,6 +44,17 @@ struct Lz4Crafter {
   }
 };
 
+// `size` random bytes made periodic: each byte from `period` on repeats the one `period` before
+// it, except one in a thousand (draws from rng, so a seed gives the same data): long runs for
+// short periods, matches reaching far back for long ones.
+inline std::vector<std::uint8_t> lz4_periodic_bytes(std::size_t size, std::size_t period, std::mt19937& rng) {
+  std::vector<std::uint8_t> b(size);
+  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+  for (std::size_t i = period; i < b.size(); ++i)
+    if (rng() % 1000 != 0) b[i] = b[i - period];
+  return b;
+}
+
 // A block of one sequence, `lead` random literals (lead >= off) and a match of mlen bytes at
 // offset off, closed by `tail` literals.
 inline std::vector<std::uint8_t> lz4_far_match_block(std::size_t off, std::size_t mlen, std::size_t lead,

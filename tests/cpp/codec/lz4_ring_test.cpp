@@ -70,11 +70,7 @@ TEST(Lz4Ring, LongRunsFarMatchesAndSmallWindows) {
   std::mt19937 rng(5);
   std::vector<Buf> srcs;
   for (std::size_t period : {1u, 2u, 3u, 7u, 31u, 32u, 33u, 100u, 4000u, 40000u, 65000u}) {
-    Buf b(600000);
-    for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-    for (std::size_t i = period; i < b.size(); ++i)
-      if (rng() % 1000 != 0) b[i] = b[i - period];
-    srcs.push_back(b);
+    srcs.push_back(lz4_periodic_bytes(600000, period, rng));
   }
   {  // a random block of 65 KB repeated: matches at offsets near the ring's size
     Buf b(400000);

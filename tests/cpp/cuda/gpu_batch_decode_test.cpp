@@ -455,11 +455,7 @@ TEST(GpuBatch, Lz4RingLongRunsAndFarMatchesMatchTheCpu) {
   std::mt19937 rng(9);
   std::vector<Buf> data;
   for (std::size_t period : {1u, 3u, 7u, 31u, 33u, 100u, 4000u, 40000u, 65000u}) {
-    Buf b(300000 + 1000 * period % 7777);
-    for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-    for (std::size_t i = period; i < b.size(); ++i)
-      if (rng() % 1000 != 0) b[i] = b[i - period];
-    data.push_back(b);
+    data.push_back(lz4_periodic_bytes(300000 + 1000 * period % 7777, period, rng));
   }
   data.push_back(Buf(2000000, 0));
   data.push_back(Buf(1, 42));
