@@ -185,17 +185,17 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
 // with a shorter chain, a staged window at a time, with a team of threads (on the GPU the
 // buffer's thread block; on the host one thread):
 //  1. the table (the team): for every position r of the window, where the next token would be
-//     if a token stood at r (lz4_fast_next; 0 where the fast path declines), independently;
+//     if a token stood at r (lz4_table_shape; 0 where it declines), independently;
 //  2. the chain (one warp or thread): from the walk's position, one table load a token lists
 //     the window's tokens (lz4_table_chain);
-//  3. the tokens (the team, lz4_table_token_pass): each thread reads its tokens' sequences
-//     (lz4_fast_shape), a team-wide prefix sum of their output lengths places them (at[i]), each
+//  3. the tokens (the team, lz4_table_token_sum and _place): each thread reads its tokens' sequences
+//     (lz4_table_shape), a team-wide prefix sum of their output lengths places them (at[i]), each
 //     thread runs its sequences' checks (lz4_fast_checks) and the first failing token ends the
 //     run;
 //  4. the marks (the walker): the serial rule's segment starts among the accepted tokens, found
 //     by binary search on the output positions (lz4_table_marks).
-// Where the chain stops on a 0 (length runs of 255, literals too long for the window, the
-// block's end) or a check fails, that one sequence goes through lz4_read_sequence as in the
+// Where the chain stops on a 0 (a run of more than kLz4TableExtMax length bytes, a sequence
+// reaching past the staged window, the block's end) or a check fails, that one sequence goes through lz4_read_sequence as in the
 // serial walk, so the statuses, marks and counts are exactly lz4_segment_walk's (tested on every
 // data kind and damaged blocks, Lz4Segments.TableWalkMarksWhatTheSerialWalkMarks).
 //
@@ -218,16 +218,59 @@ CS_HD inline std::uint32_t lz4_table_end(std::size_t base, std::size_t len, std:
   return static_cast<std::uint32_t>(by_window < by_block ? by_window : by_block);
 }
 
+// The table's shape of a sequence at w, with `avail` bytes staged from w and `left` bytes of the
+// block from w: lz4_fast_shape's rule (not the last sequence, at least one byte of the block
+// after the offset, nothing read outside the staged bytes) without its limit of one length byte.
+// Literal runs of 270 bytes or more (two or more length bytes) are common in climate chunks
+// (~2 000 of the ~73 000 sequences of an era5-like 4 MiB chunk; bench/micro/lz4_literal_runs.cpp)
+// and each had stopped the chain for a token pass and a serial step. A run of length bytes longer
+// than kLz4TableExtMax is still declined: a stretch of 255s would otherwise cost every position
+// in it a walk to its end.
+inline constexpr std::uint32_t kLz4TableExtMax = 64;
+CS_HD inline bool lz4_table_shape(const std::uint8_t* w, std::uint32_t avail, std::uint32_t left, Lz4FastShape* f) {
+  const std::uint32_t lim = avail < left ? avail : left;  // bytes that may be read from w
+  const std::uint32_t t = w[0];
+  std::uint32_t lit = t >> 4, h = 1, e = 0;
+  if (lit == 15) {
+    do {
+      if (h >= lim || h > kLz4TableExtMax) return false;
+      e = w[h++];
+      lit += e;
+    } while (e == 255);
+  }
+  const std::uint32_t q = h + lit;  // offset position; lit <= 15 + 255 * kLz4TableExtMax
+  if (q + 3 > lim) return false;
+  const std::uint32_t off = static_cast<std::uint32_t>(w[q]) | (static_cast<std::uint32_t>(w[q + 1]) << 8);
+  std::uint32_t m = t & 15u, mh = 0;
+  if (m == 15) {
+    do {
+      if (q + 2 + mh >= lim || mh >= kLz4TableExtMax) return false;
+      e = w[q + 2 + mh++];
+      m += e;
+    } while (e == 255);
+  }
+  *f = Lz4FastShape{h, lit, off, m + static_cast<std::uint32_t>(kLz4MinMatch), q + 2 + mh};
+  return true;
+}
+
 // Fills tbl[r] for r in [r_begin, r_end) taken first, first + stride, ... (a lane's share):
-// r + the input size of a fast-path sequence at r, or 0. `left0` is the block's bytes from the
-// window's start.
+// r + the input size of the sequence a token at r would start (lz4_table_shape), or 0 where the
+// table declines it. `len` is the window's staged bytes, `left0` the block's bytes from the
+// window's start. Most positions take lz4_fast_next (no branch on the bytes, so a lane's
+// positions overlap); where it declines (a length byte of 255, the block's end) the general
+// shape decides.
 CS_HD inline void lz4_table_fill(const std::uint8_t* w, std::uint16_t* tbl, std::uint32_t r_begin,
-                                 std::uint32_t r_end, std::uint32_t left0, std::uint32_t first, std::uint32_t stride) {
+                                 std::uint32_t r_end, std::uint32_t len, std::uint32_t left0, std::uint32_t first,
+                                 std::uint32_t stride) {
 #if defined(__CUDA_ARCH__)
 #pragma unroll 4
 #endif
   for (std::uint32_t r = r_begin + first; r < r_end; r += stride) {
-    const std::uint32_t n = lz4_fast_next(w + r, left0 - r);
+    std::uint32_t n = lz4_fast_next(w + r, left0 - r);
+    if (n == 0) {
+      Lz4FastShape f;
+      if (lz4_table_shape(w + r, len - r, left0 - r, &f)) n = f.size;
+    }
     tbl[r] = static_cast<std::uint16_t>(n != 0 ? r + n : 0u);
   }
 }
@@ -256,35 +299,36 @@ CS_HD inline std::uint32_t lz4_table_chain(const std::uint16_t* tbl, std::uint32
   return n;
 }
 
-// The token pass over toks[0, n) (window w staged at `base`), for the thread `t` of a team of
-// `threads`; its tokens are [i0, i1) (lz4_table_share). Part 1 returns the sum of its tokens'
-// output lengths; the team then scans those sums (an exclusive prefix `pre`, from op0), and part
-// 2 writes at[i] (each token's output position; the last thread also at[n], the end) and returns
-// the first of its tokens that fails a check, or n.
+// The token pass over toks[0, n) (window w of `len` staged bytes, the block's `left0` bytes from
+// its start), for the thread `t` of a team of `threads`; its tokens are [i0, i1)
+// (lz4_table_share). Part 1 returns the sum of its tokens' output lengths; the team then scans
+// those sums (an exclusive prefix `pre`, from op0), and part 2 writes at[i] (each token's output
+// position; the last thread also at[n], the end) and returns the first of its tokens that fails a
+// check, or n.
 CS_HD inline void lz4_table_share(std::uint32_t n, std::uint32_t t, std::uint32_t threads, std::uint32_t* i0,
                                   std::uint32_t* i1) {
   const std::uint32_t per = (n + threads - 1) / threads;
   *i0 = t * per < n ? t * per : n;
   *i1 = *i0 + per < n ? *i0 + per : n;
 }
-CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint32_t base, std::uint32_t in_size,
+CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
                                                const std::uint16_t* toks, std::uint32_t i0, std::uint32_t i1) {
   std::uint32_t sum = 0;
   for (std::uint32_t i = i0; i < i1; ++i) {
     Lz4FastShape f;
-    static_cast<void>(lz4_fast_shape(w + toks[i], base + toks[i], in_size, &f));  // true: the table said so
+    static_cast<void>(lz4_table_shape(w + toks[i], len - toks[i], left0 - toks[i], &f));  // true: the table said so
     sum += f.lit + f.mlen;
   }
   return sum;
 }
-CS_HD inline std::uint32_t lz4_table_token_place(const std::uint8_t* w, std::uint32_t base, std::uint32_t in_size,
+CS_HD inline std::uint32_t lz4_table_token_place(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
                                                  std::uint32_t size, const std::uint16_t* toks, std::uint32_t n,
                                                  std::uint32_t i0, std::uint32_t i1, std::uint32_t pos,
                                                  std::uint32_t* at) {
   std::uint32_t bad = n;
   for (std::uint32_t i = i0; i < i1; ++i) {
     Lz4FastShape f;
-    static_cast<void>(lz4_fast_shape(w + toks[i], base + toks[i], in_size, &f));
+    static_cast<void>(lz4_table_shape(w + toks[i], len - toks[i], left0 - toks[i], &f));
     at[i] = pos;
     if (bad == n && !lz4_fast_checks(f.lit, f.off, f.mlen, pos, size)) bad = i;
     pos += f.lit + f.mlen;
@@ -333,9 +377,9 @@ CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* 
 
 // The table walk: the contract of lz4_segment_walk (same status, marks and count). The caller's
 // `team` runs the team's parts, and returns with their results visible to the walker:
-//   team.stage(window, r_begin, r_end, left0): fill tbl over [r_begin, r_end) of the window just
-//     staged (lz4_table_fill; left0 = in_size - base);
-//   team.tokens(window, base, n, op0) -> ok: the token pass over toks[0, n), at[] written.
+//   team.stage(window, r_begin, r_end, len, left0): fill tbl over [r_begin, r_end) of the window
+//     just staged, `len` bytes from base (lz4_table_fill; left0 = in_size - base);
+//   team.tokens(window, len, left0, n, op0) -> ok: the token pass over toks[0, n), at[] written.
 // `tbl` holds rd.cap entries (kLz4TableWindowMin <= rd.cap <=
 // kLz4TableWindowMax), toks `cap` >= 1 entries (the chain lists at most that many tokens at a
 // time; lz4_table_token_cap(rd.cap) holds a whole window), at one more. `writer`: whether this
@@ -366,7 +410,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
           end = lz4_table_end(rd.base, rd.len, in_size);
         }
         team.stage(static_cast<const std::uint8_t*>(rd.window), static_cast<std::uint32_t>(ip - rd.base), end,
-                   static_cast<std::uint32_t>(in_size - rd.base));
+                   static_cast<std::uint32_t>(rd.len), static_cast<std::uint32_t>(in_size - rd.base));
         tbl_base = rd.base;
         tbl_end = end;
       }
@@ -374,7 +418,8 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
       std::uint32_t r = ip - base;
       const std::uint32_t n = lz4_table_chain(tbl, &r, tbl_end, toks, cap, writer);
       if (n != 0) {
-        const std::uint32_t ok = team.tokens(static_cast<const std::uint8_t*>(rd.window), base, n, op);
+        const std::uint32_t ok = team.tokens(static_cast<const std::uint8_t*>(rd.window),
+                                             static_cast<std::uint32_t>(rd.len), in_size - base, n, op);
         if (!lz4_table_marks(at, toks, base, ok, max_segments, &m, mark)) return DecodeStatus::kCorrupt;
         if (ok != 0) {
           ip = base + (ok < n ? toks[ok] : r);
@@ -400,12 +445,13 @@ struct Lz4HostTableTeam {
   std::uint16_t* tbl;
   const std::uint16_t* toks;
   std::uint32_t* at;
-  std::uint32_t in_size, size;
-  void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t left0) {
-    lz4_table_fill(w, tbl, r0, end, left0, 0, 1);
+  std::uint32_t size;
+  void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len, std::uint32_t left0) {
+    lz4_table_fill(w, tbl, r0, end, len, left0, 0, 1);
   }
-  std::uint32_t tokens(const std::uint8_t* w, std::uint32_t base, std::uint32_t n, std::uint32_t op0) {
-    return lz4_table_token_place(w, base, in_size, size, toks, n, 0, n, op0, at);
+  std::uint32_t tokens(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0, std::uint32_t n,
+                       std::uint32_t op0) {
+    return lz4_table_token_place(w, len, left0, size, toks, n, 0, n, op0, at);
   }
 };
 
@@ -507,7 +553,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
     if (walk == Lz4Walk::kTable && walk_window >= kLz4TableWindowMin && walk_window <= kLz4TableWindowMax) {
       std::vector<std::uint16_t> tbl(walk_window), toks(lz4_table_token_cap(walk_window));
       std::vector<std::uint32_t> at(toks.size() + 1);
-      Lz4HostTableTeam team{tbl.data(), toks.data(), at.data(), n_in, n_out};
+      Lz4HostTableTeam team{tbl.data(), toks.data(), at.data(), n_out};
       st = lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), static_cast<std::uint32_t>(toks.size()),
                                   at.data(), true, n_in, n_out, segs.size(), mark, &count);
     } else {

@@ -145,9 +145,9 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
 enum class TableJobKind : std::uint32_t { kFill, kTokens, kDone };
 struct TableJob {
   TableJobKind kind;
-  std::uint32_t r0, end, left0;   // kFill
-  std::uint32_t base, n, op0;     // kTokens
-  std::uint32_t in_size, size;
+  std::uint32_t r0, end;          // kFill
+  std::uint32_t n, op0;           // kTokens
+  std::uint32_t len, left0, size; // the window's staged bytes, the block's bytes from its start
 };
 
 struct TableShared {
@@ -164,13 +164,13 @@ constexpr unsigned kTableThreads = 32 * kTableWarps;
 __device__ void table_job(TableShared& sh, const TableJob& j) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t / 32;
   if (j.kind == TableJobKind::kFill) {
-    logic::lz4_table_fill(sh.window, sh.table, j.r0, j.end, j.left0, t, kTableThreads);
+    logic::lz4_table_fill(sh.window, sh.table, j.r0, j.end, j.len, j.left0, t, kTableThreads);
     return;
   }
   // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window, j.base, j.in_size, sh.toks, i0, i1);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window, j.len, j.left0, sh.toks, i0, i1);
   std::uint32_t v = sum;
 #pragma unroll
   for (unsigned d = 1; d < 32; d *= 2) {
@@ -182,7 +182,7 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   std::uint32_t pre = v - sum;
   for (unsigned w = 0; w < warp; ++w) pre += sh.warp_sum[w];
   const std::uint32_t bad =
-      logic::lz4_table_token_place(sh.window, j.base, j.in_size, j.size, sh.toks, j.n, i0, i1, j.op0 + pre, sh.at);
+      logic::lz4_table_token_place(sh.window, j.len, j.left0, j.size, sh.toks, j.n, i0, i1, j.op0 + pre, sh.at);
   if (bad < j.n) atomicMin(&sh.first_bad, bad);
 }
 
@@ -216,16 +216,17 @@ __global__ void __launch_bounds__(kTableThreads) lz4_table_walk_kernel(DeviceBat
                 struct Team {
                   decltype(run)& go;
                   TableShared& sh;
-                  std::uint32_t in_size, size;
-                  __device__ void stage(const std::uint8_t*, std::uint32_t r0, std::uint32_t end, std::uint32_t left0) {
-                    go(TableJob{TableJobKind::kFill, r0, end, left0, 0, 0, 0, in_size, size});
+                  std::uint32_t size;
+                  __device__ void stage(const std::uint8_t*, std::uint32_t r0, std::uint32_t end, std::uint32_t len,
+                                        std::uint32_t left0) {
+                    go(TableJob{TableJobKind::kFill, r0, end, 0, 0, len, left0, size});
                   }
-                  __device__ std::uint32_t tokens(const std::uint8_t*, std::uint32_t base, std::uint32_t n,
-                                                  std::uint32_t op0) {
-                    go(TableJob{TableJobKind::kTokens, 0, 0, 0, base, n, op0, in_size, size});
+                  __device__ std::uint32_t tokens(const std::uint8_t*, std::uint32_t len, std::uint32_t left0,
+                                                  std::uint32_t n, std::uint32_t op0) {
+                    go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size});
                     return sh.first_bad;
                   }
-                } team{run, sh, in_size, size};
+                } team{run, sh, size};
                 return logic::lz4_segment_walk_table(rd, team, sh.table, sh.toks, kTableTokens, sh.at, lane == 0,
                                                      in_size, size, bound, mark, count);
               });

@@ -132,32 +132,34 @@ Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk
       std::vector<std::uint16_t>& tbl;
       const std::vector<std::uint16_t>& toks;
       std::vector<std::uint32_t>& at;
-      std::uint32_t in_size, size;
+      std::uint32_t size;
       std::size_t window;
       std::uint64_t filled = 0;
-      void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t left0) {
+      void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len, std::uint32_t left0) {
         EXPECT_LT(r0, end);
-        EXPECT_LE(end + logic::kLz4FastSpan, window);
+        EXPECT_LE(end + logic::kLz4FastSpan, len);
+        EXPECT_LE(len, window);
         std::fill(tbl.begin(), tbl.end(), std::uint16_t{0xDEAD});
-        for (std::uint32_t t = 3; t-- > 0;) logic::lz4_table_fill(w, tbl.data(), r0, end, left0, t, 3);
+        for (std::uint32_t t = 3; t-- > 0;) logic::lz4_table_fill(w, tbl.data(), r0, end, len, left0, t, 3);
         filled += end - r0;
       }
-      std::uint32_t tokens(const std::uint8_t* w, std::uint32_t base, std::uint32_t n, std::uint32_t op0) {
+      std::uint32_t tokens(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0, std::uint32_t n,
+                           std::uint32_t op0) {
         std::fill(at.begin(), at.end(), 0xDEADBEEFu);
         std::uint32_t sums[3], i0[3], i1[3], pre = op0, ok = n;
         for (std::uint32_t t = 0; t < 3; ++t) {
           logic::lz4_table_share(n, t, 3, &i0[t], &i1[t]);
-          sums[t] = logic::lz4_table_token_sum(w, base, in_size, toks.data(), i0[t], i1[t]);
+          sums[t] = logic::lz4_table_token_sum(w, len, left0, toks.data(), i0[t], i1[t]);
         }
         for (std::uint32_t t = 0; t < 3; ++t) {
           const std::uint32_t bad =
-              logic::lz4_table_token_place(w, base, in_size, size, toks.data(), n, i0[t], i1[t], pre, at.data());
+              logic::lz4_table_token_place(w, len, left0, size, toks.data(), n, i0[t], i1[t], pre, at.data());
           ok = bad < ok ? bad : ok;
           pre += sums[t];
         }
         return ok;
       }
-    } team{tbl, toks, at, in_n, out_n, window};
+    } team{tbl, toks, at, out_n, window};
     // a short token list on small windows: the chain stops at it and goes on from there
     const auto cap = static_cast<std::uint32_t>(window < 2000 ? 7 : toks.size());
     w.status = logic::lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), cap, at.data(), true, in_n, out_n,
@@ -201,6 +203,68 @@ TEST(Lz4Segments, TableWalkMarksWhatTheSerialWalkMarks) {
   for (std::size_t window : windows) expect_same_walk(liblz4_block(mixed, 0), mixed.size(), window, "runs");
   const Buf zeros(3000000, 0);
   expect_same_walk(liblz4_block(zeros, 0), zeros.size(), 8192, "zeros");
+}
+
+// Literal runs of 270 bytes and more and matches of 274 and more take two or more length bytes:
+// the table takes them (lz4_table_shape), so the chain stops only at window ends and at the
+// block's last sequence. Runs of literals from 16 to 3000 bytes between matches from 4 to 5000:
+// every walk gives the serial walk's marks, and all but a few sequences per window go through the
+// token pass.
+TEST(Lz4Segments, TableTakesLongLiteralRunsAndLongMatches) {
+  std::mt19937 rng(41);
+  Buf src;
+  while (src.size() < 600000) {
+    const std::size_t lit = 16 + rng() % 3000, match = 4 + rng() % (rng() % 4 == 0 ? 5000 : 300);
+    for (std::size_t i = 0; i < lit; ++i) src.push_back(static_cast<std::uint8_t>(rng()));
+    const std::uint8_t v = static_cast<std::uint8_t>(rng());
+    src.insert(src.end(), match, v);
+  }
+  const Buf enc = liblz4_block(src, 0);
+  for (std::size_t window : {std::size_t{8192}, std::size_t{logic::kLz4TableWindowMax}})
+    expect_same_walk(enc, src.size(), window, "long runs, window " + std::to_string(window));
+  // how many sequences the token passes accept
+  struct Counting : logic::Lz4HostTableTeam {
+    std::uint64_t windows = 0, accepted = 0;
+    void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len, std::uint32_t left0) {
+      ++windows;
+      Lz4HostTableTeam::stage(w, r0, end, len, left0);
+    }
+    std::uint32_t tokens(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0, std::uint32_t n,
+                         std::uint32_t op0) {
+      const std::uint32_t ok = Lz4HostTableTeam::tokens(w, len, left0, n, op0);
+      accepted += ok;
+      return ok;
+    }
+  };
+  const std::size_t window = 8192;
+  std::vector<std::uint8_t> win(window);
+  logic::Lz4StagedReader<logic::Lz4MemcpyFill> rd{enc.data(), enc.size(), win.data(), window, {}};
+  std::vector<std::uint16_t> tbl(window), toks(logic::lz4_table_token_cap(window));
+  std::vector<std::uint32_t> at(toks.size() + 1);
+  Counting team{{tbl.data(), toks.data(), at.data(), static_cast<std::uint32_t>(src.size())}};
+  std::uint32_t count = 0;
+  const auto in_n = static_cast<std::uint32_t>(enc.size()), out_n = static_cast<std::uint32_t>(src.size());
+  ASSERT_EQ(logic::lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), static_cast<std::uint32_t>(toks.size()),
+                                          at.data(), true, in_n, out_n, logic::lz4_segment_bound(in_n, out_n),
+                                          [](std::uint32_t, std::uint32_t, std::uint32_t) {}, &count),
+            DecodeStatus::kOk);
+  std::uint64_t seqs = 0, long_lit = 0, long_match = 0;
+  for (std::size_t ip = 0; ip < enc.size();) {  // the block's sequences, counted
+    const unsigned t = enc[ip++];
+    std::size_t lit = t >> 4, match = t & 15u;
+    for (unsigned e = lit == 15 ? 255 : 0; e == 255; lit += e) e = enc[ip++];
+    ip += lit;
+    ++seqs;
+    long_lit += lit >= 270;
+    if (ip >= enc.size()) break;
+    ip += 2;
+    for (unsigned e = match == 15 ? 255 : 0; e == 255; match += e) e = enc[ip++];
+    long_match += match + 4 >= 274;
+  }
+  EXPECT_GT(long_lit, 100u);
+  EXPECT_GT(long_match, 20u);
+  // the serial steps: the last sequence, and one where a sequence reaches past the staged window
+  EXPECT_LE(seqs - team.accepted, team.windows + 1) << seqs << " sequences, " << team.windows << " windows";
 }
 
 TEST(Lz4Segments, TableWalkGivesTheSerialStatusOnDamagedBlocks) {
