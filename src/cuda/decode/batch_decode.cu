@@ -1,12 +1,13 @@
 // The batched GPU decoders of LZ4 (numcodecs framing) and blosc, and the dispatch by codec.
 //
-// LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk. Batches of
-// sparse blocks take the segmented path (lz4_segments.cu: a checking walk per block, then
-// thousands of warps copying segments); the others, and any buffer that path cannot take, are
-// one thread block's work each (lz4_ring_kernel): one warp runs a lean parse and hands out
-// batches of up to 32 sequences, three warps copy their literals and independent matches
-// together and the other matches in order, all inside a 64 KiB ring of recent output in shared
-// memory (codec/logic/lz4_ring.hpp). Buffers are taken from a queue.
+// LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk. Batches take
+// the segmented path (lz4_segments.cu: a checking walk per block, and in the same kernel
+// thousands of warps copying the segments the walks have marked); any buffer that path cannot
+// take, and every buffer where CUBESTREAM_LZ4_PATH=ring, is one thread block's work
+// (lz4_ring_kernel): one warp runs a lean parse and hands out batches of up to 32 sequences,
+// three warps copy their literals and independent matches together and the other matches in
+// order, all inside a 64 KiB ring of recent output in shared memory (codec/logic/lz4_ring.hpp).
+// Buffers are taken from a queue.
 //
 // blosc: blocks, and the streams of split blocks, are independent, so the work unit is one
 // stream and a batch of 256 chunks of 4 MB is ~4000-65000 units. Four launches, no host sync:
@@ -200,9 +201,10 @@ Lz4BurstSplit lz4_bursts_from_env() {
 std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * sizeof(std::uint32_t)); }
 
 // Numcodecs lz4 batches take the segmented path (cuda/decode/lz4_segments.hpp; the ring kernel
-// then decodes only what it cannot take) with the table walk. For A/B runs (every setting gives
-// the same bytes and statuses): CUBESTREAM_LZ4_PATH=ring sends every buffer to the ring kernel,
-// CUBESTREAM_LZ4_WALK=serial walks serially. Until session 15 batches with a buffer at ratio 1.1
+// then decodes only what it cannot take), the table walk and the segment workers in one kernel.
+// For A/B runs (every setting gives the same bytes and statuses): CUBESTREAM_LZ4_PATH=ring sends
+// every buffer to the ring kernel, CUBESTREAM_LZ4_WALK=table runs the table walk as its own
+// kernel before the workers, CUBESTREAM_LZ4_WALK=serial the serial walk. Until session 15 batches with a buffer at ratio 1.1
 // or more went to the ring kernel whole; with the table walk the segments are faster there too
 // (synth fields 19.9 -> 23.3 GB/s on the H100). env_equals reads those switches.
 bool env_equals(const char* name, const char* value) {
@@ -496,7 +498,11 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
         seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
                                           batch.num_buffers, &segmented);
       if (segmented)
-        detail::lz4_segments_enqueue(batch, order, seg, !env_equals("CUBESTREAM_LZ4_WALK", "serial"), stream);
+        detail::lz4_segments_enqueue(batch, order, seg,
+                                     env_equals("CUBESTREAM_LZ4_WALK", "serial")  ? detail::Lz4WalkMode::kSerial
+                                     : env_equals("CUBESTREAM_LZ4_WALK", "table") ? detail::Lz4WalkMode::kTable
+                                                                                  : detail::Lz4WalkMode::kFused,
+                                     stream);
       const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
       lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(
           batch, counter, order, lz4_bursts_from_env(), segmented ? seg.ring_list : nullptr,

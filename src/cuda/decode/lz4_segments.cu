@@ -1,15 +1,21 @@
 // The segmented numcodecs-LZ4 path (lz4_segments.hpp; the logic, shared with the host tests, is
 // codec/logic/lz4_segments.hpp).
 //
+// lz4_fused_kernel    the default: its first thread blocks (by arrival, so they are resident
+//                     before any block that waits on them) walk buffers one after another with
+//                     the table walk; every other block's warps are segment workers
 // lz4_table_walk_kernel  one thread block per buffer: the header, the buffer's slots, the
 //                     checking walk (warp 0, the table walk over 8 KiB windows whose tables all
-//                     the block's warps fill), its segments' starts
+//                     the block's warps fill), its segments pushed onto the queue
 // lz4_walk_kernel     the same with the serial walk, one warp per buffer (4 per thread block)
-// lz4_segment_kernel  persistent warps taking segments from a queue in segment-major order
-//                     (segment k of every buffer before segment k + 1 of any), so that the
-//                     chains of different blocks advance side by side; per segment: parse and
-//                     literals, records in shared memory, wait for the segment before, matches
-//                     in groups, publish
+// lz4_segment_kernel  segment workers alone (after one of the two walk kernels)
+//
+// The queue: a walk pushes segment k of its buffer once it marks segment k + 1 (whose start is
+// segment k's end) or ends (the last one); a worker takes the next ticket and waits until that
+// entry is pushed. Per segment: parse and literals, records in shared memory, wait for the
+// segment before (flags), matches in groups, publish. No wait can stall for good: a walk waits on
+// nothing, and the segment a worker waits on was pushed earlier, so a worker that is already
+// running took it.
 #include "cuda/decode/lz4_segments.hpp"
 
 #include <algorithm>
@@ -42,19 +48,28 @@ constexpr std::size_t kAlign = 256;
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The fixed part: one 256-byte header of counters, then the per-buffer arrays.
+// The fixed part: one 256-byte header of counters, then the per-buffer arrays; then the slots:
+// queue entries, segment starts, flags (capacity each).
 struct Layout {
-  std::size_t seg_base, seg_count, ring_list, slots;
+  std::size_t seg_base, ring_list, slots;
 };
 Layout layout(std::size_t n) {
   Layout l{};
   l.seg_base = kAlign;
-  l.seg_count = l.seg_base + align_up(n * sizeof(unsigned long long));
-  l.ring_list = l.seg_count + align_up(n * sizeof(std::uint32_t));
+  l.ring_list = l.seg_base + align_up(n * sizeof(unsigned long long));
   l.slots = l.ring_list + align_up(n * sizeof(std::uint32_t));
   return l;
 }
-constexpr std::size_t kSlotBytes = sizeof(logic::Lz4Segment) + sizeof(std::uint32_t);
+constexpr std::size_t kSlotBytes = sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + sizeof(std::uint32_t);
+// Header bytes the enqueue zeroes (the counters of Lz4SegmentScratch).
+constexpr std::size_t kHeaderCounters = 40;
+
+// A queue entry: buffer j + 1 (never 0: 0 is an entry not pushed yet), segment k, whether it is
+// the buffer's last segment (its end is the block's end, else the next segment's start).
+__device__ unsigned long long queue_entry(std::size_t j, std::uint32_t k, bool last) {
+  return (static_cast<unsigned long long>(j) + 1) | (static_cast<unsigned long long>(k) << 32) |
+         (last ? 1ull << 63 : 0ull);
+}
 
 __device__ unsigned load_acquire(const std::uint32_t* p) {
   unsigned v;
@@ -64,10 +79,26 @@ __device__ unsigned load_acquire(const std::uint32_t* p) {
 __device__ void store_release(std::uint32_t* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ unsigned long long load_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ void store_release(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Pushes segment k of buffer j (its start, and its end where it is not the last, already
+// written by this thread: the release orders them before the entry).
+__device__ void push_segment(const Lz4SegmentScratch& s, std::size_t j, std::uint32_t k, bool last) {
+  const unsigned long long t = atomicAdd(s.queue_tail, 1ull);
+  store_release(s.queue + t, queue_entry(j, k, last));
+}
 
 // The walk of buffer i by one warp: the numcodecs header, the buffer's slots, then
 // walk(in, in_size, size, bound, mark, &count) (a status; mark(k, ip, op) records segment k's
-// start), then the buffer's outputs (lane 0). Every lane of the warp calls it.
+// start), pushing each segment as its end becomes known, then the buffer's status (lane 0).
+// Every lane of the warp calls it.
 template <class Walk>
 __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4SegmentScratch& s, unsigned lane,
                             Walk&& walk) {
@@ -75,7 +106,7 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
   const std::size_t src_bytes = b.src_bytes[i], size = b.dst_bytes[i];
   std::uint32_t count = 0;
   DecodeStatus st = DecodeStatus::kOk;
-  bool ring = false;
+  bool ring = false, walked = false;
   // numcodecs framing first (lz4_numcodecs_decode_with's checks, in its order)
   if (src_bytes < logic::kLz4NumcodecsHeader) {
     st = DecodeStatus::kCorrupt;
@@ -85,13 +116,20 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
   } else {
     const std::size_t in_size = src_bytes - logic::kLz4NumcodecsHeader;
     ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes;
-    unsigned long long base = 0;
     if (!ring) {
       const std::size_t bound = logic::lz4_segment_bound(in_size, size);
+      unsigned long long base = 0;
       if (lane == 0) base = atomicAdd(s.cursor, static_cast<unsigned long long>(bound));
       base = __shfl_sync(kFullMask, base, 0);
       ring = base + bound > s.capacity;
       if (!ring) {
+        // the status and the slots before the first push (its release publishes them); segment
+        // workers only ever fail the status (fail_status), and so does the walk from here on
+        if (lane == 0) {
+          s.seg_base[i] = base;
+          b.status[i] = DecodeStatus::kOk;
+        }
+        walked = true;
         logic::Lz4Segment* segs = s.segs + base;
         std::uint32_t* flags = s.flags + base;
         st = walk(src + logic::kLz4NumcodecsHeader, static_cast<std::uint32_t>(in_size),
@@ -100,23 +138,27 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
                     if (lane == 0) {
                       segs[k] = logic::Lz4Segment{ip, op};
                       flags[k] = 0;
+                      if (k != 0) push_segment(s, i, k - 1, false);
                     }
                   },
                   &count);
-        if (st != DecodeStatus::kOk) count = 0;
+        // a walk that fails pushed only segments it had checked whole; their workers write
+        // output bytes of a buffer whose status is not ok (unspecified, batch_decode.hpp)
+        if (st == DecodeStatus::kOk && count != 0 && lane == 0) push_segment(s, i, count - 1, true);
       }
     }
-    if (lane == 0) s.seg_base[i] = base;
   }
   if (lane != 0) return;
   if (ring) {
     s.ring_list[atomicAdd(s.ring_count, 1u)] = static_cast<std::uint32_t>(i);
-    s.seg_count[i] = 0;
-    return;
+  } else if (walked) {
+    if (st != DecodeStatus::kOk) fail_status(b.status + i, st);
+  } else {
+    b.status[i] = st;
   }
-  s.seg_count[i] = count;
-  if (count != 0) atomicMax(s.max_segments, count);
-  b.status[i] = st;
+  // this buffer's pushes before the count the workers end on
+  __threadfence();
+  atomicAdd(s.walks_done, 1u);
 }
 
 // The table walk's window fill: the next window (kTableWindow bytes) prefetched into L2.
@@ -186,9 +228,8 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   if (bad < j.n) atomicMin(&sh.first_bad, bad);
 }
 
-__global__ void __launch_bounds__(kTableThreads) lz4_table_walk_kernel(DeviceBatch b, const std::uint32_t* order,
-                                                                       Lz4SegmentScratch s) {
-  __shared__ TableShared sh;
+// The table walk of buffer i by the whole thread block (every thread calls it).
+__device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4SegmentScratch& s, TableShared& sh) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
   if (warp != 0) {
     for (;;) {
@@ -209,7 +250,7 @@ __global__ void __launch_bounds__(kTableThreads) lz4_table_walk_kernel(DeviceBat
     table_job(sh, j);
     bar_sync_id<2>(kTableThreads);
   };
-  walk_buffer(b, order[blockIdx.x], s, lane,
+  walk_buffer(b, i, s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
                   std::uint32_t* count) {
                 logic::Lz4StagedReader<TableFill> rd{in, in_size, sh.window, kTableWindow, TableFill{lane, in + in_size}};
@@ -232,6 +273,12 @@ __global__ void __launch_bounds__(kTableThreads) lz4_table_walk_kernel(DeviceBat
               });
   if (lane == 0) sh.job.kind = TableJobKind::kDone;
   bar_sync_id<1>(kTableThreads);
+}
+
+__global__ void __launch_bounds__(kTableThreads) lz4_table_walk_kernel(DeviceBatch b, const std::uint32_t* order,
+                                                                       Lz4SegmentScratch s) {
+  __shared__ TableShared sh;
+  table_walk_buffer(b, order[blockIdx.x], s, sh);
 }
 
 // One group of matches (codec/logic/lz4_segments.hpp, lz4_group_size): lane j holds match r + j.
@@ -291,31 +338,55 @@ __device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchReco
   return g;
 }
 
-__global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch b, Lz4SegmentScratch s) {
-  __shared__ alignas(16) std::uint8_t windows[kSegWarps][kWindowBytes];
-  __shared__ logic::Lz4MatchRecord records[kSegWarps][logic::kLz4SegmentSeqs];
+struct SegmentShared {
+  alignas(16) std::uint8_t windows[kSegWarps][kWindowBytes];
+  logic::Lz4MatchRecord records[kSegWarps][logic::kLz4SegmentSeqs];
+};
+
+// The next pushed segment for this warp (lane 0 waits; every lane gets it), or 0 once every walk
+// has ended and the queue holds no more.
+__device__ unsigned long long next_segment(const DeviceBatch& b, const Lz4SegmentScratch& s, unsigned lane) {
+  unsigned long long e = 0;
+  if (lane == 0) {
+    const unsigned long long t = atomicAdd(s.queue_head, 1ull);
+    // every pushed segment has a slot, so tickets past the capacity never get an entry
+    for (unsigned sleep = 32; t < s.capacity;) {
+      e = load_acquire(s.queue + t);
+      if (e != 0) break;
+      // every walk's pushes come before its count (fence, then the add): with all counted, the
+      // tail is final
+      if (load_acquire(s.walks_done) == b.num_buffers &&
+          t >= *reinterpret_cast<const volatile unsigned long long*>(s.queue_tail)) {
+        e = load_acquire(s.queue + t);  // 0 unless t is below the tail after all
+        if (e == 0) break;
+      }
+      __nanosleep(sleep);
+      sleep = sleep < 512 ? 2 * sleep : sleep;
+    }
+  }
+  return __shfl_sync(kFullMask, e, 0);
+}
+
+// Segment workers: every warp takes pushed segments until the queue is done.
+__device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s, SegmentShared& sh) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
-  const unsigned long long n = b.num_buffers;
-  const unsigned long long total = n * *s.max_segments;
-  logic::Lz4MatchRecord* recs = records[warp];
+  logic::Lz4MatchRecord* recs = sh.records[warp];
   for (;;) {
-    unsigned long long q = 0;
-    if (lane == 0) q = atomicAdd(s.seg_queue, 1ull);
-    q = __shfl_sync(kFullMask, q, 0);
-    if (q >= total) break;
-    const std::size_t j = q % n;
-    const std::uint32_t k = static_cast<std::uint32_t>(q / n), count = s.seg_count[j];
-    if (k >= count) continue;
+    const unsigned long long e = next_segment(b, s, lane);
+    if (e == 0) return;
+    const std::size_t j = static_cast<std::size_t>((e & 0xFFFFFFFFull) - 1);
+    const auto k = static_cast<std::uint32_t>((e >> 32) & 0x7FFFFFFFull);
+    const bool last_segment = (e >> 63) != 0;
     const std::uint8_t* in = b.src[j] + logic::kLz4NumcodecsHeader;
     const auto in_size = static_cast<std::uint32_t>(b.src_bytes[j] - logic::kLz4NumcodecsHeader);
     const auto size = static_cast<std::uint32_t>(b.dst_bytes[j]);
     std::uint8_t* out = b.dst[j];
     const unsigned long long base = s.seg_base[j];
     const logic::Lz4Segment seg = s.segs[base + k];
-    const std::uint32_t end = k + 1 < count ? s.segs[base + k + 1].in : in_size;
+    const std::uint32_t end = last_segment ? in_size : s.segs[base + k + 1].in;
 
     // parse and literals, 32 sequences at a time (lane c keeps sequence c), matches to records
-    logic::Lz4StagedReader<WarpFill> rd{in, in_size, windows[warp], kWindowBytes, WarpFill{lane}};
+    logic::Lz4StagedReader<WarpFill> rd{in, in_size, sh.windows[warp], kWindowBytes, WarpFill{lane}};
     std::size_t ip = seg.in;
     std::uint32_t op = seg.out, nrec = 0;
     bool bad = false, last = false;
@@ -351,13 +422,14 @@ __global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch
       if (has && idx < logic::kLz4SegmentSeqs) recs[idx] = logic::Lz4MatchRecord{my_op + my_lit, my_off, my_len};
       nrec += static_cast<std::uint32_t>(__popc(mask));
     }
-    // the walk accepted the block, so the parse meets the next segment's start exactly
+    // the walk accepted the segment, so the parse meets the next segment's start exactly
     if (bad || ip != end || nrec > logic::kLz4SegmentSeqs) {
       if (lane == 0) fail_status(b.status + j, DecodeStatus::kCorrupt);
       nrec = 0;
     }
     __syncwarp();
     // the matches read the output of earlier segments' matches: wait for the segment before
+    // (pushed before this one, so a running warp has it)
     if (k != 0)
       while (load_acquire(s.flags + base + k - 1) == 0) __nanosleep(64);
     for (std::uint32_t r = 0; r < nrec;) {
@@ -369,6 +441,38 @@ __global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch
     __syncwarp();
     if (lane == 0) store_release(s.flags + base + k, 1u);
   }
+}
+
+__global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch b, Lz4SegmentScratch s) {
+  __shared__ SegmentShared sh;
+  segment_worker(b, s, sh);
+}
+
+// The walk and the segment workers in one launch. A block's role is its arrival ticket: the
+// first `walkers` blocks to start walk buffers (taken in `order`, one at a time per block), so
+// every walker is resident before any worker that waits on it.
+static_assert(kTableThreads == 32 * kSegWarps, "the fused kernel's roles share its block size");
+union FusedShared {
+  TableShared walk;
+  SegmentShared seg;
+};
+__global__ void __launch_bounds__(kTableThreads) lz4_fused_kernel(DeviceBatch b, const std::uint32_t* order,
+                                                                  Lz4SegmentScratch s, std::uint32_t walkers) {
+  __shared__ FusedShared sh;
+  __shared__ std::uint32_t role, next;
+  if (threadIdx.x == 0) role = atomicAdd(s.role_ticket, 1u);
+  __syncthreads();
+  if (role < walkers) {
+    for (;;) {
+      if (threadIdx.x == 0) next = atomicAdd(s.walk_next, 1u);
+      __syncthreads();
+      const std::uint32_t w = next;
+      if (w >= b.num_buffers) return;
+      table_walk_buffer(b, order[w], s, sh.walk);
+      __syncthreads();  // every thread has read `next` before thread 0 takes the next buffer
+    }
+  }
+  segment_worker(b, s, sh.seg);
 }
 
 }  // namespace
@@ -388,34 +492,51 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   *ok = bytes >= l.slots;
   if (!*ok) return s;
   auto* p = static_cast<std::uint8_t*>(base);
-  s.seg_queue = reinterpret_cast<unsigned long long*>(p);
-  s.cursor = reinterpret_cast<unsigned long long*>(p + 8);
-  s.max_segments = reinterpret_cast<std::uint32_t*>(p + 16);
-  s.ring_count = reinterpret_cast<std::uint32_t*>(p + 20);
+  s.queue_head = reinterpret_cast<unsigned long long*>(p);
+  s.queue_tail = reinterpret_cast<unsigned long long*>(p + 8);
+  s.cursor = reinterpret_cast<unsigned long long*>(p + 16);
+  s.walk_next = reinterpret_cast<std::uint32_t*>(p + 24);
+  s.walks_done = reinterpret_cast<std::uint32_t*>(p + 28);
+  s.role_ticket = reinterpret_cast<std::uint32_t*>(p + 32);
+  s.ring_count = reinterpret_cast<std::uint32_t*>(p + 36);
+  static_assert(kHeaderCounters == 40 && kHeaderCounters <= kAlign, "the header's counters");
   s.seg_base = reinterpret_cast<unsigned long long*>(p + l.seg_base);
-  s.seg_count = reinterpret_cast<std::uint32_t*>(p + l.seg_count);
   s.ring_list = reinterpret_cast<std::uint32_t*>(p + l.ring_list);
   s.capacity = (bytes - l.slots) / kSlotBytes;
-  s.segs = reinterpret_cast<logic::Lz4Segment*>(p + l.slots);
-  s.flags = reinterpret_cast<std::uint32_t*>(p + l.slots + s.capacity * sizeof(logic::Lz4Segment));
+  s.queue = reinterpret_cast<unsigned long long*>(p + l.slots);
+  s.segs = reinterpret_cast<logic::Lz4Segment*>(p + l.slots + s.capacity * sizeof(unsigned long long));
+  s.flags = reinterpret_cast<std::uint32_t*>(p + l.slots + s.capacity * (sizeof(unsigned long long) + sizeof(logic::Lz4Segment)));
   return s;
 }
 
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
-                          bool table_walk, cudaStream_t stream) {
-  // queue, cursor, max_segments, ring_count
-  CS_CUDA_CHECK(cudaMemsetAsync(s.seg_queue, 0, 24, stream));
-  if (table_walk) {
+                          Lz4WalkMode mode, cudaStream_t stream) {
+  CS_CUDA_CHECK(cudaMemsetAsync(s.queue_head, 0, kHeaderCounters, stream));
+  // a worker waits for its entry to turn nonzero
+  if (s.capacity != 0) CS_CUDA_CHECK(cudaMemsetAsync(s.queue, 0, s.capacity * sizeof *s.queue, stream));
+  const auto persistent = [](const void* kernel, unsigned threads) {
+    int per_sm = 0;
+    CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads), 0));
+    return static_cast<unsigned>(std::max(1, multiprocessor_count()) * std::max(1, per_sm));
+  };
+  if (mode == Lz4WalkMode::kFused) {
+    // half the blocks walk (all buffers at once where there are that few): a block walks at the
+    // pace of its chain, so buffers walked side by side finish sooner
+    const unsigned blocks = persistent(reinterpret_cast<const void*>(lz4_fused_kernel), kTableThreads);
+    const auto walkers = static_cast<std::uint32_t>(std::min<std::size_t>(b.num_buffers, std::max(1u, blocks / 2)));
+    lz4_fused_kernel<<<blocks, kTableThreads, 0, stream>>>(b, order, s, walkers);
+    CS_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  if (mode == Lz4WalkMode::kTable) {
     lz4_table_walk_kernel<<<static_cast<unsigned>(b.num_buffers), kTableThreads, 0, stream>>>(b, order, s);
   } else {
     const unsigned walk_blocks = static_cast<unsigned>((b.num_buffers + kWalkWarps - 1) / kWalkWarps);
     lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s);
   }
   CS_CUDA_CHECK(cudaGetLastError());
-  int per_sm = 0;
-  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lz4_segment_kernel, 32 * kSegWarps, 0));
-  const unsigned blocks = static_cast<unsigned>(std::max(1, multiprocessor_count()) * std::max(1, per_sm));
-  lz4_segment_kernel<<<blocks, 32 * kSegWarps, 0, stream>>>(b, s);
+  lz4_segment_kernel<<<persistent(reinterpret_cast<const void*>(lz4_segment_kernel), 32 * kSegWarps), 32 * kSegWarps,
+                       0, stream>>>(b, s);
   CS_CUDA_CHECK(cudaGetLastError());
 }
 

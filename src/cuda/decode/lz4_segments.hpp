@@ -1,9 +1,11 @@
-// numcodecs lz4 buffers decoded in segments (codec/logic/lz4_segments.hpp says how and why):
-// a walk kernel, one thread block per buffer (the table walk), checks each block and marks its
-// segments; a segment
-// kernel, one warp per segment, copies literals and then, after the segment before it in the
-// same block, the matches. Buffers this path cannot take (32-bit positions, no room left for
-// their segments) are listed for the ring kernel (batch_decode.cu), which runs after it.
+// numcodecs lz4 buffers decoded in segments (codec/logic/lz4_segments.hpp says how and why): a
+// walk, one thread block per buffer (the table walk), checks each block and marks its segments,
+// pushing each segment onto a queue as soon as its end is known; segment workers, one warp per
+// segment, take them from the queue, copy the literals and then, after the segment before it in
+// the same block, the matches. By default one kernel runs both, so that the segments of the
+// blocks walked first decode while later ones are still walked. Buffers this path cannot take
+// (32-bit positions, no room left for their segments) are listed for the ring kernel
+// (batch_decode.cu), which runs after it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,13 +20,16 @@ namespace cubestream::cuda::detail {
 
 // The path's scratch, carved out of the caller's by lz4_segment_scratch.
 struct Lz4SegmentScratch {
-  unsigned long long* seg_queue;     // the segment kernel's work-queue counter
+  unsigned long long* queue_head;    // segment tickets the workers have taken
+  unsigned long long* queue_tail;    // segments the walks have pushed
   unsigned long long* cursor;        // slots handed out to buffers by the walk
-  std::uint32_t* max_segments;       // the most segments any buffer has
+  std::uint32_t* walk_next;          // buffers the fused kernel's walkers have taken
+  std::uint32_t* walks_done;         // buffers whose walk has ended (its pushes all visible)
+  std::uint32_t* role_ticket;        // thread blocks of the fused kernel that have started
   std::uint32_t* ring_count;         // buffers left to the ring kernel, listed in ring_list
   unsigned long long* seg_base;      // N: the buffer's first slot
-  std::uint32_t* seg_count;          // N: its segments (0: nothing for the segment kernel)
   std::uint32_t* ring_list;          // N
+  unsigned long long* queue;         // capacity: pushed segments (Lz4QueueEntry), 0 until pushed
   codec::logic::Lz4Segment* segs;    // capacity slots: where each segment starts
   std::uint32_t* flags;              // capacity slots: 1 once the segment's matches are written
   unsigned long long capacity;
@@ -39,13 +44,19 @@ std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded);
 // after the fixed part. `ok` is false where the fixed part does not fit.
 Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t n, bool* ok);
 
-// Enqueues the walk and the segment kernel on `stream`. Every buffer gets its status from the
+// How the walk runs. kFused: one kernel whose first thread blocks walk (the table walk, a
+// block per buffer at a time, buffers taken in `order`) while the others decode the segments
+// already pushed. kTable and kSerial: a walk kernel (the table walk, or the serial walk of
+// lz4_segment_walk with a warp per buffer), then the segment kernel. All three mark the same
+// segments and give the same statuses; the last two are kept for A/B runs
+// (CUBESTREAM_LZ4_WALK=table|serial).
+enum class Lz4WalkMode { kFused, kTable, kSerial };
+
+// Enqueues the walk and the segment workers on `stream`. Every buffer gets its status from the
 // walk except those listed in ring_list (*ring_count of them), which the caller must decode:
 // blocks of 4 GiB or more (32-bit positions) and buffers whose segments do not fit the scratch.
-// `order`: the walk's buffer order (largest first). `table_walk`: the table walk
-// (lz4_segment_walk_table, a thread block per buffer), else the serial walk (lz4_segment_walk, a
-// warp per buffer); both mark the same segments and give the same statuses.
+// `order`: the walk's buffer order (largest first).
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
-                          bool table_walk, cudaStream_t stream);
+                          Lz4WalkMode mode, cudaStream_t stream);
 
 }  // namespace cubestream::cuda::detail

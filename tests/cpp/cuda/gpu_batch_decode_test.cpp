@@ -335,8 +335,10 @@ TEST(GpuBatch, Lz4BurstsAndTheSplitMatchTheHostLogic) {
 
 Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
 
-// The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), the default,
-// with the table walk and the serial one (CUBESTREAM_LZ4_WALK=serial): good buffers of every data
+// The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), the default
+// (walk and segment workers in one kernel; 295 buffers, more than its walker blocks, so walkers
+// take several buffers each), the table walk kernel and the serial one before the workers
+// (CUBESTREAM_LZ4_WALK=table, serial): good buffers of every data
 // kind and size at three levels, long literal runs, far, long and overlapping matches, megabytes
 // of zeros (one long match after another) and damaged buffers give the host logic's statuses and
 // bytes at odd input and output alignments; so does the ring kernel alone
@@ -366,7 +368,8 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* path;
     std::size_t scratch;
     const char* walk;
-  } settings[] = {{"the default: segments with the table walk", nullptr, 0, nullptr},
+  } settings[] = {{"the default: segments, the walk and the workers in one kernel", nullptr, 0, nullptr},
+                  {"segments with the table walk kernel", nullptr, 0, "table"},
                   {"segments with the serial walk", nullptr, 0, "serial"},
                   {"the ring kernel for every buffer", "ring", 0, nullptr},
                   {"segments, short scratch (the ring kernel takes the rest)", nullptr, short_scratch, nullptr},
