@@ -18,7 +18,8 @@ FORMS = [
     ("segments,\nserial walk\n(s14)", "h100_s15_lz4_calls.md", "Call 5", "serial"),
     ("table walk\n(s15)", "h100_s16_lz4_calls.md", "Call 1", "base"),
     ("+ long\nsequences\n(s16)", "h100_s16_lz4_calls.md", "Call 1", "table"),
-    ("+ walk and\nsegments in\none kernel (s16)", "h100_s16_lz4_calls.md", "Call 1", "new"),
+    ("+ walk and\nsegments in\none kernel\n(s16)", "h100_s16_lz4_calls.md", "Call 1", "new"),
+    ("reviewed:\nwalkers turn\nto segments\n(s16)", "h100_s16_lz4_calls.md", "Call 3", "new"),
 ]
 BATCHES = [("era5_4MiB x256", "era5-like 4 MiB x256"), ("mixed_64KiB-1MiB x1024", "mixed 64 KiB-1 MiB x1024"),
            ("synth_721x1440 x256", "synth fields x256")]
@@ -58,7 +59,7 @@ def main():
     for (label, name, call, side), rows in zip(FORMS, sides):
         if not rows:
             raise SystemExit(f"no rows for side '{side}' of {call} in {name}")
-    fig, axes = plt.subplots(1, len(BATCHES), figsize=(13, 4.6), sharey=True)
+    fig, axes = plt.subplots(1, len(BATCHES), figsize=(14, 4.8), sharey=True)
     for ax, (key, title) in zip(axes, BATCHES):
         ys = [statistics.median(rows[key][0]) for rows in sides]
         ax.bar(range(len(ys)), ys, color=["#999999"] * (len(ys) - 1) + ["#1f77b4"])
@@ -66,7 +67,7 @@ def main():
             ax.text(x, y + 1.5, f"{y:.0f}", ha="center", fontsize=8)
         ax.axhline(100, color="black", ls="--", lw=1)
         ax.axhline(5 * statistics.median(sides[-1][key][1]), color="#d62728", ls=":", lw=1)
-        ax.set_xticks(range(len(ys)), [label for label, _, _, _ in FORMS], fontsize=7)
+        ax.set_xticks(range(len(ys)), [label for label, _, _, _ in FORMS], fontsize=6.5)
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("kernel GB/s (decoded)")
     fig.suptitle("GPU numcodecs LZ4 on one H100: dashed = 100 GB/s goal, dotted = 5x liblz4 on 16 cores "

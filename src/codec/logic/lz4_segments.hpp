@@ -229,6 +229,7 @@ CS_HD inline std::uint32_t lz4_table_end(std::size_t base, std::size_t len, std:
 inline constexpr std::uint32_t kLz4TableExtMax = 64;
 CS_HD inline bool lz4_table_shape(const std::uint8_t* w, std::uint32_t avail, std::uint32_t left, Lz4FastShape* f) {
   const std::uint32_t lim = avail < left ? avail : left;  // bytes that may be read from w
+  if (lim == 0) return false;
   const std::uint32_t t = w[0];
   std::uint32_t lit = t >> 4, h = 1, e = 0;
   if (lit == 15) {

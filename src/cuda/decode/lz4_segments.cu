@@ -3,7 +3,8 @@
 //
 // lz4_fused_kernel    the default: its first thread blocks (by arrival, so they are resident
 //                     before any block that waits on them) walk buffers one after another with
-//                     the table walk; every other block's warps are segment workers
+//                     the table walk, then turn to segments; every other block's warps are
+//                     segment workers from the start
 // lz4_table_walk_kernel  one thread block per buffer: the header, the buffer's slots, the
 //                     checking walk (warp 0, the table walk over 8 KiB windows whose tables all
 //                     the block's warps fill), its segments pushed onto the queue
@@ -62,7 +63,7 @@ Layout layout(std::size_t n) {
 }
 constexpr std::size_t kSlotBytes = sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + sizeof(std::uint32_t);
 // Header bytes the enqueue zeroes (the counters of Lz4SegmentScratch).
-constexpr std::size_t kHeaderCounters = 40;
+constexpr std::size_t kHeaderCounters = 48;
 
 // A queue entry: buffer j + 1 (never 0: 0 is an entry not pushed yet), segment k, whether it is
 // the buffer's last segment (its end is the block's end, else the next segment's start).
@@ -271,6 +272,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                 return logic::lz4_segment_walk_table(rd, team, sh.table, sh.toks, kTableTokens, sh.at, lane == 0,
                                                      in_size, size, bound, mark, count);
               });
+  __syncwarp();  // lane 0 finished the buffer's tail alone: the whole warp meets the barrier
   if (lane == 0) sh.job.kind = TableJobKind::kDone;
   bar_sync_id<1>(kTableThreads);
 }
@@ -364,6 +366,8 @@ __device__ unsigned long long next_segment(const DeviceBatch& b, const Lz4Segmen
       sleep = sleep < 512 ? 2 * sleep : sleep;
     }
   }
+  // orders lane 0's acquire before the other lanes' reads of what the entry publishes
+  __syncwarp();
   return __shfl_sync(kFullMask, e, 0);
 }
 
@@ -450,26 +454,34 @@ __global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch
 
 // The walk and the segment workers in one launch. A block's role is its arrival ticket: the
 // first `walkers` blocks to start walk buffers (taken in `order`, one at a time per block), so
-// every walker is resident before any worker that waits on it.
+// every walker is resident before any worker that waits on it; once no buffer is left to walk,
+// a walker block's warps become segment workers too (so even a grid of one block decodes).
 static_assert(kTableThreads == 32 * kSegWarps, "the fused kernel's roles share its block size");
+// Four blocks an SM (64 registers a thread): ptxas otherwise takes 80 and fits three, and a
+// fourth block's warps are worth more than the spills (64 registers with ~60 bytes of spill is
+// what call 1 of session 16 measured).
+constexpr int kFusedBlocksPerSm = 4;
 union FusedShared {
   TableShared walk;
   SegmentShared seg;
 };
-__global__ void __launch_bounds__(kTableThreads) lz4_fused_kernel(DeviceBatch b, const std::uint32_t* order,
+__global__ void __launch_bounds__(kTableThreads, kFusedBlocksPerSm) lz4_fused_kernel(DeviceBatch b, const std::uint32_t* order,
                                                                   Lz4SegmentScratch s, std::uint32_t walkers) {
   __shared__ FusedShared sh;
-  __shared__ std::uint32_t role, next;
+  __shared__ std::uint32_t role;
+  __shared__ unsigned long long next;
   if (threadIdx.x == 0) role = atomicAdd(s.role_ticket, 1u);
   __syncthreads();
   if (role < walkers) {
     for (;;) {
-      if (threadIdx.x == 0) next = atomicAdd(s.walk_next, 1u);
+      if (threadIdx.x == 0) next = atomicAdd(s.walk_next, 1ull);
       __syncthreads();
-      const std::uint32_t w = next;
-      if (w >= b.num_buffers) return;
+      const unsigned long long w = next;
+      if (w >= b.num_buffers) break;
       table_walk_buffer(b, order[w], s, sh.walk);
-      __syncthreads();  // every thread has read `next` before thread 0 takes the next buffer
+      // every thread has read `next` and left the walk's shared memory before thread 0 takes
+      // the next buffer (or the block turns to segments, which reuse that memory)
+      __syncthreads();
     }
   }
   segment_worker(b, s, sh.seg);
@@ -495,11 +507,11 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   s.queue_head = reinterpret_cast<unsigned long long*>(p);
   s.queue_tail = reinterpret_cast<unsigned long long*>(p + 8);
   s.cursor = reinterpret_cast<unsigned long long*>(p + 16);
-  s.walk_next = reinterpret_cast<std::uint32_t*>(p + 24);
-  s.walks_done = reinterpret_cast<std::uint32_t*>(p + 28);
-  s.role_ticket = reinterpret_cast<std::uint32_t*>(p + 32);
-  s.ring_count = reinterpret_cast<std::uint32_t*>(p + 36);
-  static_assert(kHeaderCounters == 40 && kHeaderCounters <= kAlign, "the header's counters");
+  s.walk_next = reinterpret_cast<unsigned long long*>(p + 24);
+  s.walks_done = reinterpret_cast<std::uint32_t*>(p + 32);
+  s.role_ticket = reinterpret_cast<std::uint32_t*>(p + 36);
+  s.ring_count = reinterpret_cast<std::uint32_t*>(p + 40);
+  static_assert(kHeaderCounters == 48 && kHeaderCounters <= kAlign, "the header's counters");
   s.seg_base = reinterpret_cast<unsigned long long*>(p + l.seg_base);
   s.ring_list = reinterpret_cast<std::uint32_t*>(p + l.ring_list);
   s.capacity = (bytes - l.slots) / kSlotBytes;

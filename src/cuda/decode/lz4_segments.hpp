@@ -23,7 +23,7 @@ struct Lz4SegmentScratch {
   unsigned long long* queue_head;    // segment tickets the workers have taken
   unsigned long long* queue_tail;    // segments the walks have pushed
   unsigned long long* cursor;        // slots handed out to buffers by the walk
-  std::uint32_t* walk_next;          // buffers the fused kernel's walkers have taken
+  unsigned long long* walk_next;     // buffers the fused kernel's walkers have taken
   std::uint32_t* walks_done;         // buffers whose walk has ended (its pushes all visible)
   std::uint32_t* role_ticket;        // thread blocks of the fused kernel that have started
   std::uint32_t* ring_count;         // buffers left to the ring kernel, listed in ring_list
