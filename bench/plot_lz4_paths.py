@@ -7,10 +7,11 @@ CPU figure of the last form's rounds, measured in the same run).
 
     /usr/bin/python3 bench/plot_lz4_paths.py --out docs/img/gpu_lz4_paths.png
 """
-import argparse
 import pathlib
 import re
 import statistics
+
+from plot_setup import plot_args
 
 # (label, raw log, call section, bench side) in order: each a side of one call's A/B run.
 FORMS = [
@@ -47,13 +48,7 @@ def read_side(path, call, side):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(pathlib.Path(__file__).resolve().parent.parent / "docs" / "data"))
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    a, plt = plot_args(__doc__)
 
     sides = [read_side(pathlib.Path(a.data) / name, call, side) for _, name, call, side in FORMS]
     for (label, name, call, side), rows in zip(FORMS, sides):

@@ -6,9 +6,10 @@ batches at levels 1, 3 and 5, beside libzstd on 16 threads measured in the same 
 
     /usr/bin/python3 bench/plot_zstd_versions.py --out docs/img/gpu_zstd_versions.png
 """
-import argparse
 import pathlib
 import re
+
+from plot_setup import plot_args
 
 # (label, raw table) in order; each file is one call's bench of that version's defaults.
 VERSIONS = [
@@ -39,13 +40,7 @@ def read_table(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(pathlib.Path(__file__).resolve().parent.parent / "docs" / "data"))
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    a, plt = plot_args(__doc__)
 
     tables = [(label, read_table(pathlib.Path(a.data) / name)) for label, name in VERSIONS]
     fig, axes = plt.subplots(1, len(BATCHES), figsize=(11, 4), sharey=True)
