@@ -18,7 +18,8 @@
 # 3. gpu_decode_bench of both builds (before, after; medians of CS_BENCH_REPEAT);
 # 4. Nsight Compute (ncu) of the blosc unit and unshuffle kernels of both builds on the synth
 #    fields written as the Zarr writer writes them (NCU=0 skips it, NCU_SIDES="new" profiles
-#    only this tree).
+#    only this tree; NCU_CASE="batch / codec" another case, NCU_KERNELS a regex of other
+#    kernels, NCU_LAUNCHES how many launches).
 # Everything lands flat in $OUT (8 files at most come back from the GPU machine).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -93,8 +94,8 @@ if [ "${NCU:-1}" = 1 ]; then
   for side in ${NCU_SIDES:-base new}; do
     bin=$(bench_bin $side)
     log "ncu $side"
-    CS_BENCH_REPEAT=5 CS_BENCH_CASE="synth_721x1440 x256 / blosc-lz4+shuffle (writer)" timeout 150 \
-      ncu -k regex:'blosc_unit_kernel|blosc_unshuffle_kernel' --launch-count 2 \
+    CS_BENCH_REPEAT=5 CS_BENCH_CASE="${NCU_CASE:-synth_721x1440 x256 / blosc-lz4+shuffle (writer)}" timeout 150 \
+      ncu -k regex:"${NCU_KERNELS:-blosc_unit_kernel|blosc_unshuffle_kernel}" --launch-count "${NCU_LAUNCHES:-2}" \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       "$bin" >"$OUT/ncu_$side.txt" 2>&1

@@ -28,7 +28,7 @@
 //               libblosc does) over the batch on CS_BENCH_THREADS threads (default: all cores)
 // Each the median of CS_BENCH_REPEAT runs (default 7). GB/s are decoded bytes (1e9) per second.
 // CS_BENCH_CASE=text runs only the cases whose "batch / codec" contains text (for a profiler);
-// CS_BENCH_CODEC=name only the cases of that codec (e.g. lz4: the numcodecs lz4 rows).
+// CS_BENCH_CODEC=name[,name...] only the cases of those codecs (e.g. lz4: the numcodecs lz4 rows).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -114,6 +114,17 @@ Bytes blosc_writer(const Bytes& src, bool hc = false) {
   static const auto lz4hc = make("lz4hc", 9);
   const auto e = (hc ? lz4hc : lz4)->encode(cubestream::ByteView(src.data(), src.size()));
   return Bytes(e.begin(), e.end());
+}
+
+// True when the comma-separated list names `codec` exactly.
+bool names_codec(const std::string& list, const std::string& codec) {
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    if (list.compare(start, end - start, codec) == 0) return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 double median(std::vector<double> v) {
@@ -330,7 +341,7 @@ int main() {
       for (const auto& c : cases) {
         if (c.enc == &writer_hc && !batch.synth) continue;  // lz4hc only for the loader's fields
         if (only && *only && (batch.name + " / " + c.name).find(only) == std::string::npos) continue;
-        if (only_codec && *only_codec && c.name != std::string(only_codec)) continue;
+        if (only_codec && *only_codec && !names_codec(only_codec, c.name)) continue;
         const Row r = run_case(batch.name, c.name, raw, *c.enc, c.kind, c.cfg, repeat, threads);
         std::size_t enc_bytes = 0;
         for (const auto& e : *c.enc) enc_bytes += e.size();
