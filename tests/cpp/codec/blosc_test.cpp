@@ -263,6 +263,33 @@ TEST(BloscCodec, ConfigurationForms) {
   expect_error(ErrorCode::kInvalidMetadata, [] { make_b2b("blosc", {{"cname", 4}}); });
 }
 
+// The writer's block sizes when the configuration leaves them open (blocksize 0): 128 KiB for
+// lz4 and lz4hc (one GPU warp per block: docs/gpu_decoders.md, version 11), 1 MiB for zstd and
+// zlib; a chunk smaller than the block is one block; an explicit blocksize wins. The header's
+// bytes 8..11 hold the block size.
+TEST(BloscCodec, WriterBlockSizes) {
+  const Buf data = climate_bytes(std::size_t{1} << 20);
+  auto block_of = [&](const nlohmann::json& cfg, const Buf& in) {
+    auto codec = make_b2b("blosc", cfg);
+    const auto enc = codec->encode(ByteView(in.data(), in.size()));
+    EXPECT_EQ(decode(*codec, ByteView(enc.data(), enc.size()), in.size()), in) << cfg.dump();
+    EXPECT_EQ(enc[2] & logic::kBloscFlagMemcpyed, 0) << cfg.dump();
+    std::uint32_t block = 0;
+    std::memcpy(&block, enc.data() + 8, 4);  // little-endian hosts only, as the codec itself
+    return block;
+  };
+  const auto cfg = [](const char* cname, int blocksize) {
+    return nlohmann::json{{"cname", cname}, {"clevel", 5}, {"shuffle", 1}, {"typesize", 4}, {"blocksize", blocksize}};
+  };
+  EXPECT_EQ(block_of(cfg("lz4", 0), data), 128u << 10);
+  EXPECT_EQ(block_of(cfg("lz4hc", 0), data), 128u << 10);
+  EXPECT_EQ(block_of(cfg("zstd", 0), data), 1u << 20);
+  EXPECT_EQ(block_of(cfg("zlib", 0), data), 1u << 20);
+  EXPECT_EQ(block_of(cfg("lz4", 65536), data), 65536u);
+  const Buf small(data.begin(), data.begin() + 100000);
+  EXPECT_EQ(block_of(cfg("lz4", 0), small), 100000u);
+}
+
 #ifdef CUBESTREAM_TEST_HAVE_BLOSC
 
 // ---- differential tests against libblosc -------------------------------------------------
