@@ -65,6 +65,18 @@ CS_HD inline std::size_t lz4_segment_bound(std::size_t in_size, std::size_t size
   return size / kLz4SegmentOut + (in_size / 3 + 1) / kLz4SegmentSeqs + 2;
 }
 
+// Whether the segmented path takes a block of in_size bytes decoding to `size` (both below
+// kLz4RingMaxBytes): not where it decodes to more than 1.4x its size. Such dense blocks, e.g.
+// LZ4 over byte-shuffled float32 fields (~30-55 sequences a KiB, mostly short matches a few
+// bytes back), keep each segment's match pass waiting on the one before, and the ring decoder
+// runs them ~2x faster. H100, session 17, kernel GB/s on the bench's three batches: ratio
+// 1.04-1.18 (plain float32) segments 38-125 against ring 20-76; ratio 1.63-1.84 (shuffled
+// first) segments 8-23 against ring 17-40 (docs/gpu_decoders.md, version 12). The ratio is
+// all that is known before the walk; 1.4 lies between the two groups measured.
+CS_HD inline bool lz4_segments_take(std::size_t in_size, std::size_t size) {
+  return 5 * static_cast<std::uint64_t>(size) <= 7 * static_cast<std::uint64_t>(in_size);
+}
+
 // The next sequence at *ip for an output position op (a block of in_size bytes decoding to
 // `size`, both below kLz4RingMaxBytes), read through the staged reader `rd`: exactly
 // lz4_read_sequence's result, most sequences through the ring walker's fast step over the

@@ -491,12 +491,14 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
         return;
       }
       // the segmented path where the scratch holds its fixed part (a scratch sized before it
-      // existed, or CUBESTREAM_LZ4_PATH=ring, keeps every buffer on the ring kernel)
+      // existed, or CUBESTREAM_LZ4_PATH=ring, keeps every buffer on the ring kernel); dense
+      // blocks go to the ring kernel unless CUBESTREAM_LZ4_SEGMENTS=all
       bool segmented = !env_equals("CUBESTREAM_LZ4_PATH", "ring");
       detail::Lz4SegmentScratch seg{};
       if (segmented)
         seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
                                           batch.num_buffers, &segmented);
+      seg.take_dense = env_equals("CUBESTREAM_LZ4_SEGMENTS", "all");
       if (segmented)
         detail::lz4_segments_enqueue(batch, order, seg,
                                      env_equals("CUBESTREAM_LZ4_WALK", "serial")  ? detail::Lz4WalkMode::kSerial

@@ -116,7 +116,8 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
     st = DecodeStatus::kWrongSize;
   } else {
     const std::size_t in_size = src_bytes - logic::kLz4NumcodecsHeader;
-    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes;
+    ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes ||
+           (!s.take_dense && !logic::lz4_segments_take(in_size, size));
     if (!ring) {
       const std::size_t bound = logic::lz4_segment_bound(in_size, size);
       unsigned long long base = 0;

@@ -4,8 +4,9 @@
 // segment, take them from the queue, copy the literals and then, after the segment before it in
 // the same block, the matches. By default one kernel runs both, so that the segments of the
 // blocks walked first decode while later ones are still walked. Buffers this path cannot take
-// (32-bit positions, no room left for their segments) are listed for the ring kernel
-// (batch_decode.cu), which runs after it.
+// (32-bit positions, no room left for their segments) or should not (blocks decoding to more
+// than 1.4x their size: lz4_segments_take) are listed for the ring kernel (batch_decode.cu),
+// which runs after it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,6 +34,9 @@ struct Lz4SegmentScratch {
   codec::logic::Lz4Segment* segs;    // capacity slots: where each segment starts
   std::uint32_t* flags;              // capacity slots: 1 once the segment's matches are written
   unsigned long long capacity;
+  // Set by the caller after carving: true takes dense blocks too (lz4_segments_take ignored;
+  // CUBESTREAM_LZ4_SEGMENTS=all, for A/B runs and for tests that keep dense blocks on this path).
+  bool take_dense;
 };
 
 // Scratch bytes for n buffers decoding to total_decoded bytes: the fixed part (counters and
@@ -54,7 +58,8 @@ enum class Lz4WalkMode { kFused, kTable, kSerial };
 
 // Enqueues the walk and the segment workers on `stream`. Every buffer gets its status from the
 // walk except those listed in ring_list (*ring_count of them), which the caller must decode:
-// blocks of 4 GiB or more (32-bit positions) and buffers whose segments do not fit the scratch.
+// blocks of 4 GiB or more (32-bit positions), dense blocks (lz4_segments_take) and buffers
+// whose segments do not fit the scratch.
 // `order`: the walk's buffer order (largest first).
 void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, const Lz4SegmentScratch& s,
                           Lz4WalkMode mode, cudaStream_t stream);

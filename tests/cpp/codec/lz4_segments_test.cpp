@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "codec/logic/byte_shuffle.hpp"
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_segments.hpp"
 #include "codec_test_util.hpp"
@@ -382,6 +383,29 @@ TEST(Lz4Segments, GroupRuleRefusesEveryMatchThatReadsTheGroupsOutput) {
   const logic::Lz4MatchRecord longs[] = {{1000, 900, 17}, {1100, 900, 4}, {1200, 900, 17}};
   EXPECT_EQ(logic::lz4_group_size(longs, 3), 1u);
   EXPECT_EQ(logic::lz4_group_size(longs + 1, 2), 1u);
+}
+
+// Which blocks the segmented path takes (the rest go to the ring kernel): those decoding to at
+// most 1.4x their size. A plain float32 field stays on it; the same field byte-shuffled first
+// (numcodecs' Shuffle filter before LZ4, the density of blosc's streams) does not. (A field
+// quantised to 16-bit values already compresses 1.67x unshuffled and goes to the ring too;
+// which path is faster there was not measured.)
+TEST(Lz4Segments, DenseBlocksAreLeftToTheRingDecoder) {
+  EXPECT_TRUE(logic::lz4_segments_take(1000, 1400));
+  EXPECT_FALSE(logic::lz4_segments_take(1000, 1401));
+  EXPECT_TRUE(logic::lz4_segments_take(1, 0));
+  EXPECT_TRUE(logic::lz4_segments_take(0xFFFEFFFFu, 0xFFFEFFFFu));  // no overflow near the 32-bit limit
+  EXPECT_FALSE(logic::lz4_segments_take(0x10000000u, 0xFFFEFFFFu));
+  {
+    const Buf plain = climate_bytes(1 << 20);
+    Buf shuffled(plain.size());
+    logic::shuffle_block(plain.data(), shuffled.data(), plain.size(), 4);
+    const Buf a = liblz4_block(plain), b = liblz4_block(shuffled);
+    SCOPED_TRACE("ratios " + std::to_string(double(plain.size()) / a.size()) + " and " +
+                 std::to_string(double(plain.size()) / b.size()));
+    EXPECT_TRUE(logic::lz4_segments_take(a.size(), plain.size()));
+    EXPECT_FALSE(logic::lz4_segments_take(b.size(), shuffled.size()));
+  }
 }
 
 }  // namespace
