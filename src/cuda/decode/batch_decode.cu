@@ -3,7 +3,8 @@
 // LZ4: a numcodecs lz4 buffer is one block, which only a serial parse can walk. Batches take
 // the segmented path (lz4_segments.cu: a checking walk per block, and in the same kernel
 // thousands of warps copying the segments the walks have marked); any buffer that path cannot
-// take, and every buffer where CUBESTREAM_LZ4_PATH=ring, is one thread block's work
+// or should not take (dense blocks), and every buffer where CUBESTREAM_LZ4_PATH=ring, is one
+// thread block's work
 // (lz4_ring_kernel): one warp runs a lean parse and hands out batches of up to 32 sequences,
 // three warps copy their literals and independent matches together and the other matches in
 // order, all inside a 64 KiB ring of recent output in shared memory (codec/logic/lz4_ring.hpp).
@@ -201,12 +202,11 @@ Lz4BurstSplit lz4_bursts_from_env() {
 std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * sizeof(std::uint32_t)); }
 
 // Numcodecs lz4 batches take the segmented path (cuda/decode/lz4_segments.hpp; the ring kernel
-// then decodes only what it cannot take), the table walk and the segment workers in one kernel.
-// For A/B runs (every setting gives the same bytes and statuses): CUBESTREAM_LZ4_PATH=ring sends
-// every buffer to the ring kernel, CUBESTREAM_LZ4_WALK=table runs the table walk as its own
-// kernel before the workers, CUBESTREAM_LZ4_WALK=serial the serial walk. Until session 15 batches with a buffer at ratio 1.1
-// or more went to the ring kernel whole; with the table walk the segments are faster there too
-// (synth fields 19.9 -> 23.3 GB/s on the H100). env_equals reads those switches.
+// then decodes what it cannot take, and dense blocks: lz4_segments_take), the table walk and the
+// segment workers in one kernel. For A/B runs (every setting gives the same bytes and statuses):
+// CUBESTREAM_LZ4_PATH=ring sends every buffer to the ring kernel, =segments every buffer the
+// segments can take, dense ones too; CUBESTREAM_LZ4_WALK=table runs the table walk as its own
+// kernel before the workers, =serial the serial walk. env_equals reads those switches.
 bool env_equals(const char* name, const char* value) {
   const char* env = std::getenv(name);
   return env != nullptr && std::string(env) == value;
@@ -492,13 +492,14 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       }
       // the segmented path where the scratch holds its fixed part (a scratch sized before it
       // existed, or CUBESTREAM_LZ4_PATH=ring, keeps every buffer on the ring kernel); dense
-      // blocks go to the ring kernel unless CUBESTREAM_LZ4_SEGMENTS=all
+      // blocks go to the ring kernel unless CUBESTREAM_LZ4_PATH=segments
       bool segmented = !env_equals("CUBESTREAM_LZ4_PATH", "ring");
       detail::Lz4SegmentScratch seg{};
-      if (segmented)
+      if (segmented) {
         seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
                                           batch.num_buffers, &segmented);
-      seg.take_dense = env_equals("CUBESTREAM_LZ4_SEGMENTS", "all");
+        seg.take_dense = env_equals("CUBESTREAM_LZ4_PATH", "segments");
+      }
       if (segmented)
         detail::lz4_segments_enqueue(batch, order, seg,
                                      env_equals("CUBESTREAM_LZ4_WALK", "serial")  ? detail::Lz4WalkMode::kSerial

@@ -30,12 +30,12 @@ struct Lz4SegmentScratch {
   std::uint32_t* ring_count;         // buffers left to the ring kernel, listed in ring_list
   unsigned long long* seg_base;      // N: the buffer's first slot
   std::uint32_t* ring_list;          // N
-  unsigned long long* queue;         // capacity: pushed segments (Lz4QueueEntry), 0 until pushed
+  unsigned long long* queue;         // capacity: pushed segments (queue_entry), 0 until pushed
   codec::logic::Lz4Segment* segs;    // capacity slots: where each segment starts
   std::uint32_t* flags;              // capacity slots: 1 once the segment's matches are written
   unsigned long long capacity;
   // Set by the caller after carving: true takes dense blocks too (lz4_segments_take ignored;
-  // CUBESTREAM_LZ4_SEGMENTS=all, for A/B runs and for tests that keep dense blocks on this path).
+  // CUBESTREAM_LZ4_PATH=segments, for A/B runs and for tests that keep dense blocks on this path).
   bool take_dense;
 };
 

@@ -274,9 +274,7 @@ TEST(BloscCodec, WriterBlockSizes) {
     const auto enc = codec->encode(ByteView(in.data(), in.size()));
     EXPECT_EQ(decode(*codec, ByteView(enc.data(), enc.size()), in.size()), in) << cfg.dump();
     EXPECT_EQ(enc[2] & logic::kBloscFlagMemcpyed, 0) << cfg.dump();
-    std::uint32_t block = 0;
-    std::memcpy(&block, enc.data() + 8, 4);  // little-endian hosts only, as the codec itself
-    return block;
+    return logic::blosc_load_le32(enc.data() + 8);
   };
   const auto cfg = [](const char* cname, int blocksize) {
     return nlohmann::json{{"cname", cname}, {"clevel", 5}, {"shuffle", 1}, {"typesize", 4}, {"blocksize", blocksize}};

@@ -338,7 +338,7 @@ Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
 // The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), the default
 // (walk and segment workers in one kernel; 295 buffers, more than its walker blocks, so walkers
 // take several buffers each; blocks decoding to more than 1.4x their size go to the ring kernel
-// in the same call), the same taking dense blocks too (CUBESTREAM_LZ4_SEGMENTS=all, as every
+// in the same call), the same taking dense blocks too (CUBESTREAM_LZ4_PATH=segments, as every
 // setting below but the ring kernel's), the table walk kernel and the serial one before the
 // workers (CUBESTREAM_LZ4_WALK=table, serial): good buffers of every data
 // kind and size at three levels, long literal runs, far, long and overlapping matches, megabytes
@@ -370,26 +370,23 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* path;
     std::size_t scratch;
     const char* walk;
-    const char* segments;
   } settings[] = {
       {"the default: segments, the walk and the workers in one kernel, dense blocks to the ring kernel", nullptr, 0,
-       nullptr, nullptr},
-      {"segments for every block, the walk and the workers in one kernel", nullptr, 0, nullptr, "all"},
-      {"segments with the table walk kernel", nullptr, 0, "table", "all"},
-      {"segments with the serial walk", nullptr, 0, "serial", "all"},
-      {"the ring kernel for every buffer", "ring", 0, nullptr, nullptr},
-      {"segments, short scratch (the ring kernel takes the rest)", nullptr, short_scratch, nullptr, "all"},
-      {"segments, short scratch, the serial walk", nullptr, short_scratch, "serial", "all"}};
+       nullptr},
+      {"segments for every block, the walk and the workers in one kernel", "segments", 0, nullptr},
+      {"segments with the table walk kernel", "segments", 0, "table"},
+      {"segments with the serial walk", "segments", 0, "serial"},
+      {"the ring kernel for every buffer", "ring", 0, nullptr},
+      {"segments, short scratch (the ring kernel takes the rest)", "segments", short_scratch, nullptr},
+      {"segments, short scratch, the serial walk", "segments", short_scratch, "serial"}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
     if (setting.walk != nullptr) setenv("CUBESTREAM_LZ4_WALK", setting.walk, 1);
-    if (setting.segments != nullptr) setenv("CUBESTREAM_LZ4_SEGMENTS", setting.segments, 1);
     Batch b(enc, sizes, 3, 5);
     b.decode(cuda::BatchCodec::kLz4, setting.scratch);
     unsetenv("CUBESTREAM_LZ4_PATH");
     unsetenv("CUBESTREAM_LZ4_WALK");
-    unsetenv("CUBESTREAM_LZ4_SEGMENTS");
     expect_lz4_as_host_logic(b);
   }
 }
