@@ -2,7 +2,8 @@
 // code), compiled once per entry point with -DCS_FUZZ_GPU_LOGIC="<name>":
 //   lz4_block    codec/logic/lz4_block.hpp: a raw block and the numcodecs framing, and the
 //                numcodecs kernel's ring decoder (codec/logic/lz4_ring.hpp) run lane by lane,
-//                and the segmented decoder (codec/logic/lz4_segments.hpp)
+//                the segmented decoder (codec/logic/lz4_segments.hpp) and the blosc warp's
+//                groups (codec/logic/lz4_group.hpp)
 //   blosc_units  codec/logic/blosc_decode.hpp: plan, every work unit, every block's unshuffle
 //
 // Input layout as in fuzz_codec.cpp: bytes 0-1 pick the output size (little-endian, times 16),
@@ -18,6 +19,7 @@
 
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_group.hpp"
 #include "codec/logic/lz4_ring.hpp"
 #include "codec/logic/lz4_segments.hpp"
 
@@ -99,6 +101,15 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
                       static_cast<std::size_t>(st4));
   if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("segmented decoder bytes differ from the serial decoder", out_size, size);
+  // the blosc warp's groups of short sequences: the device's window and offset bound, or a
+  // small window and a small bound (groups end often)
+  const bool device_like = size % 2 == 0;
+  const logic::DecodeStatus st7 = logic::lz4_grouped_decode_host(in, size, ringed.get(), out_size, device_like ? 2048 : 40,
+                                                                 device_like ? 4096 - logic::kLz4GroupMaxOut : 9);
+  if (st7 != st4) bug("grouped decoder status differs from the serial decoder", static_cast<std::size_t>(st7),
+                      static_cast<std::size_t>(st4));
+  if (st7 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
+    bug("grouped decoder bytes differ from the serial decoder", out_size, size);
 }
 
 void fuzz_blosc(const std::uint8_t* in, std::size_t size, std::size_t cap) {

@@ -74,34 +74,9 @@ struct WarpCopier {
   }
 };
 
-}  // namespace cubestream::cuda::detail
-
-#include "cuda/decode/warp_ring_lz4.cuh"
-
-namespace cubestream::cuda::detail {
-
-// The blosc unit kernel's copier: whole LZ4 blocks (blosc streams) go through the shared-memory
-// ring (lz4_container_block picks lz4_block when a copier has one); raw streams, memcpyed
-// buffers and BloscLZ use WarpCopier's copies. The numcodecs LZ4 kernel keeps WarpCopier alone:
-// on its literal-heavy blocks (90% literals in runs of tens to hundreds of bytes, which the
-// ring's fast path does not take) the ring measured 10-20% slower than the direct copies
-// (docs/gpu_decoders.md, version 2).
-struct WarpRingCopier : WarpCopier {
-  std::uint8_t* ring;  // this warp's kRingBytes of shared memory, 16-byte aligned
-
-  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                                  std::size_t size) {
-    WarpRingLz4 r{lane, window, ring};
-    return r.decode(in, in_size, out, size);
-  }
-};
-
-}  // namespace cubestream::cuda::detail
-
-namespace cubestream::cuda::detail {
-
-// The lanes of codec/logic/lz4_ring.hpp's decoder on the device: every lane runs its part of a
-// phase, then the warp meets (which also makes shared- and global-memory writes of the phase
+// The lanes of codec/logic/lz4_ring.hpp's decoder and of the blosc warp's groups
+// (codec/logic/lz4_group.hpp) on the device: every lane runs its part of a phase, then the warp
+// meets (which also makes shared- and global-memory writes of the phase
 // visible to all its lanes). PerLane<T>: each lane holds its own T (in registers, when the
 // copies index it with constants after unrolling), so operator[] ignores the lane.
 struct RingLanes {
@@ -143,12 +118,43 @@ struct RingLanes {
       if (lane >= d && up < p.v) p.v = up;
     }
   }
+  // gather: lane l gets v of lane from[l]; ballot: bit l set when lane l's flag is
+  __device__ PerLane<std::uint32_t> gather(PerLane<std::uint32_t>& v, PerLane<std::uint32_t>& from) {
+    return {__shfl_sync(kFullMask, v.v, from.v)};
+  }
+  __device__ std::uint32_t ballot(PerLane<bool>& p) { return __ballot_sync(kFullMask, p.v); }
   __device__ std::uint32_t first(PerLane<bool>& p, std::uint32_t limit) {
     const unsigned below = limit >= 32 ? kFullMask : (1u << limit) - 1u;
     const unsigned set = __ballot_sync(kFullMask, p.v) & below;
     return set ? static_cast<std::uint32_t>(__ffs(set) - 1) : limit;
   }
 };
+
+}  // namespace cubestream::cuda::detail
+
+#include "cuda/decode/warp_ring_lz4.cuh"
+
+namespace cubestream::cuda::detail {
+
+// The blosc unit kernel's copier: whole LZ4 blocks (blosc streams) go through the shared-memory
+// ring (lz4_container_block picks lz4_block when a copier has one); raw streams, memcpyed
+// buffers and BloscLZ use WarpCopier's copies. The numcodecs LZ4 kernel keeps WarpCopier alone:
+// on its literal-heavy blocks (90% literals in runs of tens to hundreds of bytes, which the
+// ring's fast path does not take) the ring measured 10-20% slower than the direct copies
+// (docs/gpu_decoders.md, version 2).
+struct WarpRingCopier : WarpCopier {
+  std::uint8_t* ring;  // this warp's kRingBytes of shared memory, 16-byte aligned
+
+  __device__ codec::logic::DecodeStatus lz4_block(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                                  std::size_t size) {
+    WarpRingLz4 r{lane, window, ring};
+    return r.decode(in, in_size, out, size);
+  }
+};
+
+}  // namespace cubestream::cuda::detail
+
+namespace cubestream::cuda::detail {
 
 // WarpFill plus a prefetch into L2 of the Lines x 4 KiB after the window (Lines 128-byte lines
 // per lane), so that the next refill waits on L2 rather than DRAM.

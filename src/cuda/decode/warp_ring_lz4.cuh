@@ -21,6 +21,11 @@
 // Ring slot of output position q: (out + q) mod kRingBytes, by address, so a 16-byte aligned
 // piece of the output is a 16-byte aligned piece of the ring and never wraps.
 //
+// Sequences are taken three ways, fastest first: groups of up to 32 short sequences decoded by
+// the lanes together (codec/logic/lz4_group.hpp, version 13: the dense byte planes of float
+// fields are mostly such sequences); the long path, one sequence with at most one length byte
+// each; the general path (lz4_read_sequence, literals(), match()) for everything else.
+//
 // Work is cut into pieces of at most kRingBytes / 2 bytes. Why that is enough, with W =
 // kRingBytes: before a piece of L bytes the warp flushes if unflushed + L > W, so the piece
 // never overwrites a byte still to be stored (after a flush fewer than 16 bytes are unflushed
@@ -39,13 +44,30 @@
 
 #include "codec/logic/decode_status.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_group.hpp"
 
-// WarpFill and kWindowBytes come from warp_copy.cuh, which includes this file at its end.
+// WarpFill, kWindowBytes and RingLanes come from warp_copy.cuh, which includes this file.
 
 namespace cubestream::cuda::detail {
 
 inline constexpr unsigned kRingBytes = 4096;  // power of two, multiple of 16
 inline constexpr unsigned kRingPiece = kRingBytes / 2;
+inline constexpr unsigned kGroupMaxOffset = kRingBytes - codec::logic::kLz4GroupMaxOut;
+
+// A group's view of the output (codec/logic/lz4_group.hpp): output position q is ring slot
+// (out + q) mod kRingBytes; span() gives n slots from q where they do not wrap around the
+// ring's end; stored() points into the global output, for positions an earlier flush stored.
+struct RingSlots {
+  std::uint8_t* ring;
+  unsigned om;  // the output's address mod 2^32
+  const std::uint8_t* global;
+  __device__ std::uint8_t& operator()(std::uint32_t q) const { return ring[(om + q) & (kRingBytes - 1)]; }
+  __device__ std::uint8_t* span(std::uint32_t q, std::uint32_t n) const {
+    const unsigned s = (om + q) & (kRingBytes - 1);
+    return s + n <= kRingBytes ? ring + s : nullptr;
+  }
+  __device__ const std::uint8_t* stored(std::uint32_t q) const { return global + q; }
+};
 
 struct WarpRingLz4 {
   unsigned lane;
@@ -178,43 +200,38 @@ struct WarpRingLz4 {
         if (rel < rd.len) {
           const unsigned r0 = static_cast<unsigned>(rel);
           const unsigned wlen = static_cast<unsigned>(rd.len);
-          const unsigned token = window[r0];
-          const unsigned lit0 = token >> 4, m = token & 15u;
-          const unsigned op32 = static_cast<unsigned>(op);
-          // Short path (version 2): no length bytes (<= 14 literals, <= 18 match bytes), token,
-          // literals and offset in the window, not the block's last sequence, offset at most
-          // half the ring: one predicated byte per lane for each copy. 85 % of the era5-like
-          // fields' sequences, 70 % of the synth fields' in the writer's layout.
-          if (lit0 < 15 && m < 15 && r0 + lit0 + 3 <= wlen) {
-            const unsigned oi = r0 + 1 + lit0;
-            const unsigned off = static_cast<unsigned>(window[oi]) | (static_cast<unsigned>(window[oi + 1]) << 8);
-            const unsigned mlen = m + 4;
-            const unsigned mp = op32 + lit0;
-            if (off != 0 && off <= mp && off <= kRingPiece - 32 && lit0 + mlen <= static_cast<unsigned>(size) - op32) {
-              if (op32 - static_cast<unsigned>(flushed) + lit0 + mlen > kRingBytes) flush(false);
-              if (lane < lit0) ring[(om + op32 + lane) & (kRingBytes - 1)] = window[r0 + 1 + lane];
-              __syncwarp();  // the match may read these literals
-              if (lane < mlen) {
-                // off < mlen <= 18: byte k repeats source byte k mod off, all written before
-                const unsigned r = off >= mlen ? lane : lane % off;
-                ring[(om + mp + lane) & (kRingBytes - 1)] = ring[(om + mp - off + r) & (kRingBytes - 1)];
-              }
-              // No sync here: the writes that no __syncwarp precedes are the next sequence's
-              // literals, below mp + mlen + kRingPiece (a general-path piece; a flush syncs
-              // first), and they reuse the slot of a byte read here only if off + mlen >
-              // kRingPiece, which off <= kRingPiece - 32 excludes.
-              op = mp + mlen;
-              ip += lit0 + 3;
+          // Groups (version 13; codec/logic/lz4_group.hpp): up to 32 short sequences at once, in
+          // place of version 2's short path, one sequence at a time. Room for a whole group's
+          // output first, so that its writes [op, op + kLz4GroupMaxOut) reuse no slot still to
+          // be stored; and its sources lie at most kGroupMaxOffset back, so none of their
+          // slots is reused either (a write and a source share a slot only 4096 bytes apart).
+          if (static_cast<unsigned>(op) - static_cast<unsigned>(flushed) + codec::logic::kLz4GroupMaxOut > kRingBytes)
+            flush(false);
+          {
+            RingLanes lanes{lane};
+            RingSlots slots{ring, om, out};
+            unsigned next_r = 0, next_op = 0;
+            // far sources come from global memory where the flushes stored them (each flush
+            // ends with a __syncwarp, which orders its stores before these loads)
+            if (codec::logic::lz4_group_decode(lanes, window, r0, wlen, static_cast<unsigned>(op),
+                                               static_cast<unsigned>(size), kGroupMaxOffset,
+                                               static_cast<unsigned>(flushed), slots, &next_r, &next_op) != 0) {
+              op = next_op;
+              ip = rd.base + next_r;
               continue;
             }
           }
+          const unsigned token = window[r0];
+          const unsigned lit0 = token >> 4, m = token & 15u;
+          const unsigned op32 = static_cast<unsigned>(op);
           // Long path (version 4): also one length-extension byte each, below 255 (<= 269
           // literals, <= 273 match bytes: 99 % of the extended ones on blosc's float fields),
           // sources still in the ring (offset + length <= kRingBytes: none of their slots has
           // been reused) and far sources that an earlier flush already stored. With the short
-          // path it takes 91 % of the synth fields' sequences (was 70 %), 84 % of the same
+          // path it took 91 % of the synth fields' sequences (was 70 %), 84 % of the same
           // fields written with lz4hc (was 21 %: lz4hc finds far matches) and 95 % of the
-          // era5-like ones (was 85 %) (host walk, docs/gpu_decoders.md, version 4).
+          // era5-like ones (was 85 %) (host walk, docs/gpu_decoders.md, version 4). Since
+          // version 13 it takes the sequences that groups do not.
           unsigned lit = lit0;
           unsigned li = r0 + 1;  // window index of the literals
           bool one_byte = true;  // each extension is a single byte below 255
@@ -256,7 +273,10 @@ struct WarpRingLz4 {
                   r += step;
                   if (r >= off) r -= off;
                 }
-                // the slot-reuse bound of the short path, which this match may exceed
+                // The writes that may follow without a __syncwarp (the next sequence's
+                // literals, in the long path or in a general-path piece of at most kRingPiece;
+                // groups and flushes sync first) land below mp + mlen + kRingPiece, so they
+                // reuse the slot of a byte read here only if off + mlen > kRingPiece.
                 if (off + mlen > kRingPiece) __syncwarp();
               } else {
                 // off > kRingBytes - mlen > mlen: no overlap; the source was stored by an

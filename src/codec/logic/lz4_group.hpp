@@ -1,0 +1,305 @@
+// Groups of short LZ4 sequences decoded by the 32 lanes of one warp at once: the blosc unit
+// kernel's streams (src/cuda/decode/warp_ring_lz4.cuh), written once for the device and for a
+// host run lane by lane (tests and fuzzing).
+//
+// Why: one warp decodes each blosc stream, and it took one sequence at a time: token, offset,
+// literals, a __syncwarp, the match, ~100 warp-instructions at ~7.5 cycles each (ncu, H100,
+// numcodecs' blosc layout of the mixed 64 KiB-1 MiB batch: ~730 cycles a sequence). The byte
+// planes of float fields are dense (up to 19 000 sequences in a 128 KiB plane, ~7 bytes each),
+// and a few hundred such streams set the length of the whole batch. A group takes up to 32
+// consecutive sequences and spends the serial part of the work only on the walk from token to
+// token; checks and copies run on all lanes at once.
+//
+// A group sequence has no length byte (at most 14 literals and 4-18 match bytes), its token,
+// literals and offset lie in the staged input window, and its offset is at most `max_offset`
+// (the caller's bound: the device's ring holds only its recent output). Four steps:
+//  1. walk (every lane the same, serially): token -> lengths -> next token. Lane k keeps
+//     sequence k: window index of its literals, lengths, output position. Only the token load
+//     is on the walk's chain.
+//  2. check (each lane its own sequence): the offset, 0 < offset <= match position, offset <=
+//     max_offset, match end <= size. The group ends before its first failing sequence, which
+//     the caller's general path parses again (and so reports exactly the serial decoder's
+//     status for a damaged block).
+//  3. literals: each lane copies its own. No step-3 copy reads what another writes.
+//  4. matches, in rounds. A pending match is ready when every byte of its source is final:
+//     the source ends at or before the first pending match's start, or starts at or after the
+//     end of the last pending match before it (what lies between is literals and resolved
+//     matches). A match's source is its `offset` bytes back, and, when offset < length, only
+//     the offset bytes before the match (byte k repeats source byte k mod offset). Ready
+//     matches read only bytes that no ready match of the round writes (ready matches below a
+//     lane end before its source; those above start after its own output), so a round copies
+//     them all at once, each lane its own, all loads before all stores. The first pending match
+//     is always ready, so a group of n sequences takes at most n rounds (2.8 on average for
+//     the dense planes above, host walk of the mixed batch; docs/gpu_decoders.md, version 13).
+//
+// `Lanes` runs the per-lane parts (each_nosync). On the device each lane runs its own part, and
+// sync() is a __syncwarp (src/cuda/decode/warp_copy.cuh, RingLanes); the host runs the 32 lanes one after another, in reverse order (lane 31 first):
+// a rule that let a ready match read what a lower ready lane writes in the same round would
+// then read a byte not yet written, and the host tests would see the wrong output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/logic/decode_status.hpp"
+#include "codec/logic/lz4_block.hpp"
+#include "core/host_device.hpp"
+
+namespace cubestream::codec::logic {
+
+inline constexpr std::uint32_t kLz4GroupLanes = 32;
+inline constexpr std::uint32_t kLz4GroupMaxLiterals = 14;  // a literal nibble of 15 needs a length byte
+inline constexpr std::uint32_t kLz4GroupMaxMatch = 18;     // nibble 14 + the minimum match of 4
+// A group's output is at most this many bytes (the device makes room for it in its ring first).
+inline constexpr std::uint32_t kLz4GroupMaxOut = kLz4GroupLanes * (kLz4GroupMaxLiterals + kLz4GroupMaxMatch);
+
+// Lowest and highest set bit of a non-zero mask.
+CS_HD inline std::uint32_t lz4_group_lowest(std::uint32_t m) {
+#if CS_DEVICE_PASS
+  return static_cast<std::uint32_t>(__ffs(static_cast<int>(m)) - 1);
+#else
+  return static_cast<std::uint32_t>(__builtin_ctz(m));
+#endif
+}
+CS_HD inline std::uint32_t lz4_group_highest(std::uint32_t m) {
+#if CS_DEVICE_PASS
+  return static_cast<std::uint32_t>(31 - __clz(static_cast<int>(m)));
+#else
+  return static_cast<std::uint32_t>(31 - __builtin_clz(m));
+#endif
+}
+
+// Copies n <= Max bytes from s to d (which do not overlap) in pieces of kLz4GroupCopyPiece: the
+// loads of a piece, then its stores, so that a piece waits on load latency once (a compiler
+// may not move a load above a store that might alias it). Constant offsets from s and d.
+inline constexpr std::uint32_t kLz4GroupCopyPiece = 8;
+template <std::uint32_t Max>
+CS_HD void lz4_group_copy(std::uint32_t n, const std::uint8_t* s, std::uint8_t* d) {
+#pragma unroll
+  for (std::uint32_t c = 0; c < Max; c += kLz4GroupCopyPiece) {
+    if (c >= n) return;
+    std::uint8_t b[kLz4GroupCopyPiece];
+#pragma unroll
+    for (std::uint32_t j = 0; j < kLz4GroupCopyPiece; ++j)
+      if (c + j < n) b[j] = s[c + j];
+#pragma unroll
+    for (std::uint32_t j = 0; j < kLz4GroupCopyPiece; ++j)
+      if (c + j < n) d[c + j] = b[j];
+  }
+}
+
+// Decodes the group of sequences that starts at window index r (< wlen) and output position op
+// of a block decoding to `size` bytes, positions below op being final. Returns the sequences
+// decoded (0: the sequence at r is not a group sequence, nothing written); after n > 0, *next_r
+// is the window index of the next token and *next_op the output position after the group.
+// Every lane calls it with the same arguments.
+//
+// `out` gives the output: out.span(q, n) points to the bytes of positions [q, q + n) where
+// they lie one after another in memory, else is null (the device's ring wraps around);
+// out(q) is the byte of position q; out.stored(q) points to position q in memory that holds
+// every position below `stored` (the device's global output, where its ring's flushes put
+// them). A match whose offset exceeds max_offset takes its source from there, when the source
+// ends below `stored`; otherwise it ends the group.
+CS_HD_TEMPLATE
+template <class Lanes, class Out>
+CS_HD std::uint32_t lz4_group_decode(Lanes& lanes, const std::uint8_t* window, std::uint32_t r, std::uint32_t wlen,
+                                     std::uint32_t op, std::uint32_t size, std::uint32_t max_offset,
+                                     std::uint32_t stored, Out& out, std::uint32_t* next_r, std::uint32_t* next_op) {
+  using U = std::uint32_t;
+  // 1. the walk: lane k keeps sequence k's token index and output position
+  typename Lanes::template PerLane<U> at{}, pos{};
+  U n = 0;
+  while (n < kLz4GroupLanes && r < wlen) {
+    const U token = window[r];
+    const U l = token >> 4, m = token & 15u;
+    if (l == 15 || m == 15 || wlen - r < l + 3) break;
+    lanes.set(at, n, r);
+    lanes.set(pos, n, op);
+    op += l + m + 4;  // literals + match (nibble + kLz4MinMatch)
+    r += l + 3;       // token, literals, offset
+    ++n;
+  }
+  if (n == 0) return 0;
+  // 2. each lane its own sequence: lengths again from the token, the offset, the checks of
+  // lz4_read_sequence that the walk left out, and where the source is
+  typename Lanes::template PerLane<U> lit{}, off{}, mp{}, mlen{}, src{}, src_end{};
+  typename Lanes::template PerLane<bool> bad{}, far{};
+  lanes.each_nosync([&](unsigned k) {
+    bad[k] = false;
+    if (k >= n) return;
+    const U t = window[at[k]];
+    const U l = t >> 4, o_at = at[k] + 1 + l;
+    const U o = static_cast<U>(window[o_at]) | (static_cast<U>(window[o_at + 1]) << 8);
+    const U p = pos[k] + l, ml = (t & 15u) + 4;
+    lit[k] = l;
+    off[k] = o;
+    mp[k] = p;
+    mlen[k] = ml;
+    src[k] = p - o;
+    // a source of off < mlen bytes repeats: only the off bytes before the match are read
+    src_end[k] = p - o + (o < ml ? o : ml);
+    far[k] = o > max_offset;
+    bad[k] = o == 0 || o > p || p + ml > size || (o > max_offset && src_end[k] > stored);
+  });
+  const U fail = lanes.ballot(bad);
+  if (fail != 0) n = lz4_group_lowest(fail);
+  if (n == 0) return 0;
+  // 3. literals (the sync before orders them after what earlier paths wrote and read)
+  lanes.sync();
+  lanes.each_nosync([&](unsigned k) {
+    if (k >= n) return;
+    const std::uint8_t* s = window + at[k] + 1;
+    if (std::uint8_t* d = out.span(pos[k], kLz4GroupMaxLiterals)) {
+      lz4_group_copy<kLz4GroupMaxLiterals>(lit[k], s, d);
+    } else {
+      for (U j = 0; j < lit[k]; ++j) out(pos[k] + j) = s[j];
+    }
+  });
+  lanes.sync();
+  // 4. matches in rounds
+  typename Lanes::template PerLane<U> from{};
+  typename Lanes::template PerLane<bool> ready{};
+  U pending = n == kLz4GroupLanes ? ~U{0} : (U{1} << n) - 1;
+  while (pending != 0) {
+    const U first = lanes.get(mp, lz4_group_lowest(pending));
+    lanes.each_nosync([&](unsigned k) {
+      const U below = pending & ((U{1} << k) - 1);
+      from[k] = below != 0 ? lz4_group_highest(below) : k;
+    });
+    // the end of the last pending match below each lane
+    auto before_end = lanes.gather(mp, from);
+    auto before_len = lanes.gather(mlen, from);
+    lanes.each_nosync([&](unsigned k) {
+      const U below = pending & ((U{1} << k) - 1);
+      ready[k] = ((pending >> k) & 1u) != 0 &&
+                 (src_end[k] <= first || (below != 0 && src[k] >= before_end[k] + before_len[k]));
+      if (!ready[k]) return;
+      const U o = off[k], ml = mlen[k];
+      std::uint8_t* d = out.span(mp[k], kLz4GroupMaxMatch);
+      const std::uint8_t* s = far[k] ? out.stored(src[k]) : out.span(src[k], kLz4GroupMaxMatch);
+      if (o >= ml && d != nullptr && s != nullptr) {
+        lz4_group_copy<kLz4GroupMaxMatch>(ml, s, d);
+      } else {
+        // overlapping (byte j repeats source byte j mod o, which this match never writes) or
+        // wrapping around the ring: byte by byte
+        U q = 0;
+        for (U j = 0; j < ml; ++j) {
+          out(mp[k] + j) = far[k] ? out.stored(src[k])[q] : out(src[k] + q);
+          q = q + 1 == o ? 0 : q + 1;
+        }
+      }
+    });
+    lanes.sync();
+    pending &= ~lanes.ballot(ready);
+  }
+  const U last = n - 1;
+  *next_r = lanes.get(at, last) + lanes.get(lit, last) + 3;
+  *next_op = lanes.get(mp, last) + lanes.get(mlen, last);
+  return n;
+}
+
+// The host's lanes: one after another, from lane 31 down (see above). meetings counts sync().
+struct Lz4GroupHostLanes {
+  std::uint64_t meetings = 0;
+  template <class T>
+  struct PerLane {
+    T v[kLz4GroupLanes];
+    CS_HD T& operator[](unsigned lane) { return v[lane]; }
+  };
+  CS_HD_TEMPLATE template <class F>
+  CS_HD void each_nosync(F&& f) {
+    for (unsigned l = kLz4GroupLanes; l-- > 0;) f(l);
+  }
+  CS_HD void sync() { ++meetings; }
+  // set: lane `at` takes v; get: lane `from`'s value; gather: lane l gets v[from[l]]; ballot:
+  // bit l set when lane l's flag is.
+  template <class T>
+  CS_HD void set(PerLane<T>& p, unsigned at, const T& v) {
+    p[at] = v;
+  }
+  CS_HD std::uint32_t get(PerLane<std::uint32_t>& p, unsigned from) { return p[from]; }
+  CS_HD PerLane<std::uint32_t> gather(PerLane<std::uint32_t>& v, PerLane<std::uint32_t>& from) {
+    PerLane<std::uint32_t> r{};
+    for (unsigned l = 0; l < kLz4GroupLanes; ++l) r[l] = v[from[l] % kLz4GroupLanes];
+    return r;
+  }
+  CS_HD std::uint32_t ballot(PerLane<bool>& p) {
+    std::uint32_t m = 0;
+    for (unsigned l = 0; l < kLz4GroupLanes; ++l)
+      if (p[l]) m |= std::uint32_t{1} << l;
+    return m;
+  }
+};
+
+// Host run of the blosc warp's LZ4 decode with groups (tests and fuzzing): groups wherever one
+// starts in the staged window (window_cap >= 32 bytes), every other sequence through
+// lz4_read_sequence and the serial copies, into `out`, which must decode to exactly `size`
+// bytes. The same statuses and bytes as lz4_decode_exact_with. *groups (when given) receives
+// the sequences decoded in groups. The device keeps a ring of recent output and so bounds the
+// group's ring offsets (max_offset), taking farther sources from what its flushes stored; the
+// host writes the output directly and calls all but the last (op mod 16) bytes stored, like a
+// flush that stops at a 16-byte boundary.
+// (CS_HD: the group's lambdas call them, and nvcc compiles those for the device too.)
+struct Lz4GroupHostOut {
+  std::uint8_t* out;
+  const std::uint8_t* shadow;  // a copy of the output that holds only the stored positions
+  CS_HD std::uint8_t* span(std::uint32_t q, std::uint32_t) const { return out + q; }
+  CS_HD std::uint8_t& operator()(std::uint32_t q) const { return out[q]; }
+  CS_HD const std::uint8_t* stored(std::uint32_t q) const { return shadow + q; }
+};
+struct Lz4GroupHostFill {
+  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const {
+    for (std::size_t k = 0; k < n; ++k) win[k] = src[k];
+  }
+};
+inline DecodeStatus lz4_grouped_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                            std::size_t size, std::size_t window_cap, std::uint32_t max_offset,
+                                            std::uint64_t* groups = nullptr) {
+  if (in_size == 0) return DecodeStatus::kCorrupt;  // the empty block is the token 0x00
+  std::uint8_t* window = new std::uint8_t[window_cap];
+  // far sources are read from a shadow of the output that receives a position only once it
+  // counts as stored (a byte read too early is 0xA5 there, and the output goes wrong)
+  std::uint8_t* shadow = new std::uint8_t[size == 0 ? 1 : size];
+  for (std::size_t k = 0; k < size; ++k) shadow[k] = 0xA5;
+  std::size_t shadowed = 0;
+  Lz4StagedReader<Lz4GroupHostFill> rd{in, in_size, window, window_cap, {}};
+  Lz4GroupHostLanes lanes;
+  Lz4GroupHostOut o{out, shadow};
+  Lz4SerialCopier copy;
+  const bool small = in_size < (std::size_t{1} << 31) && size < (std::size_t{1} << 31);
+  std::size_t ip = 0, op = 0;
+  DecodeStatus st = DecodeStatus::kOk;
+  for (;;) {
+    const std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
+    if (small && rel < rd.len) {
+      std::uint32_t nr = 0, nop = 0;
+      const std::size_t stored = op & ~std::size_t{15};
+      for (; shadowed < stored; ++shadowed) shadow[shadowed] = out[shadowed];
+      const std::uint32_t n =
+          lz4_group_decode(lanes, window, static_cast<std::uint32_t>(rel), static_cast<std::uint32_t>(rd.len),
+                           static_cast<std::uint32_t>(op), static_cast<std::uint32_t>(size), max_offset,
+                           static_cast<std::uint32_t>(stored), o, &nr, &nop);
+      if (n != 0) {
+        if (groups != nullptr) *groups += n;
+        ip = rd.base + nr;
+        op = nop;
+        continue;
+      }
+    }
+    Lz4Sequence s;
+    bool last = false;
+    st = lz4_read_sequence(rd, in_size, &ip, op, size, &s, &last);
+    if (st != DecodeStatus::kOk) break;
+    copy.literals(out + op, in + s.lit_src, s.lit_len);
+    op += s.lit_len;
+    if (last) break;
+    copy.match(out + op, s.match_offset, s.match_len);
+    op += s.match_len;
+  }
+  delete[] window;
+  delete[] shadow;
+  if (st != DecodeStatus::kOk) return st;
+  return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
+}
+
+}  // namespace cubestream::codec::logic
