@@ -101,14 +101,19 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
                       static_cast<std::size_t>(st4));
   if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("segmented decoder bytes differ from the serial decoder", out_size, size);
-  // the blosc warp's groups of short sequences: the device's window and offset bound, or a
-  // small window and a small bound (groups end often)
+  // the blosc warp's groups of short sequences through the device's ring: the device's window
+  // and offset bound, or a small window and a small bound (groups end often); into an output
+  // that holds no earlier decoder's bytes, so that a group reading too early shows
   const bool device_like = size % 2 == 0;
-  const logic::DecodeStatus st7 = logic::lz4_grouped_decode_host(in, size, ringed.get(), out_size, device_like ? 2048 : 40,
-                                                                 device_like ? 4096 - logic::kLz4GroupMaxOut : 9);
+  std::unique_ptr<std::uint8_t[]> grouped(new std::uint8_t[out_size == 0 ? 1 : out_size]);
+  std::memset(grouped.get(), 0x5A, out_size == 0 ? 1 : out_size);
+  const logic::DecodeStatus st7 =
+      logic::lz4_grouped_decode_host(in, size, grouped.get(), out_size, device_like ? 2048 : 40,
+                                     device_like ? logic::kLz4GroupRingBytes - logic::kLz4GroupMaxOut : 9,
+                                     static_cast<std::uint32_t>(size % 16));
   if (st7 != st4) bug("grouped decoder status differs from the serial decoder", static_cast<std::size_t>(st7),
                       static_cast<std::size_t>(st4));
-  if (st7 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
+  if (st7 == logic::DecodeStatus::kOk && std::memcmp(grouped.get(), staged.get(), out_size) != 0)
     bug("grouped decoder bytes differ from the serial decoder", out_size, size);
 }
 

@@ -12,12 +12,13 @@
 //
 // A group sequence has no length byte (at most 14 literals and 4-18 match bytes), its token,
 // literals and offset lie in the staged input window, and its offset is at most `max_offset`
-// (the caller's bound: the device's ring holds only its recent output). Four steps:
+// (the caller's bound: the device's ring holds only its recent output) or its source lies
+// wholly in output already stored (the device's flushes to global memory). Four steps:
 //  1. walk (every lane the same, serially): token -> lengths -> next token. Lane k keeps
 //     sequence k: window index of its literals, lengths, output position. Only the token load
 //     is on the walk's chain.
 //  2. check (each lane its own sequence): the offset, 0 < offset <= match position, offset <=
-//     max_offset, match end <= size. The group ends before its first failing sequence, which
+//     max_offset or a stored source, match end <= size. The group ends before its first failing sequence, which
 //     the caller's general path parses again (and so reports exactly the serial decoder's
 //     status for a damaged block).
 //  3. literals: each lane copies its own. No step-3 copy reads what another writes.
@@ -33,9 +34,10 @@
 //     the dense planes above, host walk of the mixed batch; docs/gpu_decoders.md, version 13).
 //
 // `Lanes` runs the per-lane parts (each_nosync). On the device each lane runs its own part, and
-// sync() is a __syncwarp (src/cuda/decode/warp_copy.cuh, RingLanes); the host runs the 32 lanes one after another, in reverse order (lane 31 first):
-// a rule that let a ready match read what a lower ready lane writes in the same round would
-// then read a byte not yet written, and the host tests would see the wrong output.
+// sync() is a __syncwarp (src/cuda/decode/warp_copy.cuh, RingLanes); the host runs the 32
+// lanes one after another, in reverse order (lane 31 first): a rule that let a ready match read
+// what a lower ready lane writes in the same round would then read a byte not yet written, and
+// the host tests, which decode into outputs filled with a constant, would see wrong bytes.
 #pragma once
 
 #include <cstddef>
@@ -231,21 +233,34 @@ struct Lz4GroupHostLanes {
   }
 };
 
-// Host run of the blosc warp's LZ4 decode with groups (tests and fuzzing): groups wherever one
-// starts in the staged window (window_cap >= 32 bytes), every other sequence through
-// lz4_read_sequence and the serial copies, into `out`, which must decode to exactly `size`
-// bytes. The same statuses and bytes as lz4_decode_exact_with. *groups (when given) receives
-// the sequences decoded in groups. The device keeps a ring of recent output and so bounds the
-// group's ring offsets (max_offset), taking farther sources from what its flushes stored; the
-// host writes the output directly and calls all but the last (op mod 16) bytes stored, like a
-// flush that stops at a 16-byte boundary.
+// Host run of the blosc warp's LZ4 decode with groups (tests and fuzzing), with the device's
+// output ring: groups wherever one starts in the staged window (window_cap >= 32 bytes), every
+// other sequence through lz4_read_sequence and the serial copies; `size` bytes exactly. The
+// same statuses as lz4_decode_exact_with, and its bytes when it succeeds. *groups (when given)
+// receives the sequences decoded in groups.
+//
+// As on the device (src/cuda/decode/warp_ring_lz4.cuh), groups read and write a ring of
+// kLz4GroupRingBytes whose slot of position q is (ring_shift + q) mod the ring's size
+// (ring_shift stands for the output's address), and take far sources from the stored output,
+// which only a flush fills, from the ring. Before a group the ring is flushed up to a 16-byte
+// boundary when a group's output would not fit; the serial path's sequences flush what their
+// bytes would overwrite, write `out` and copy their bytes into the ring. The result is the
+// stored output after a last flush, copied to `out`: so a group that read a slot already
+// reused, wrote over one not yet stored, or read a stored byte not yet flushed gives wrong
+// bytes here (the device's bound, 4096 - kLz4GroupMaxOut, is the largest max_offset for which
+// this cannot happen).
+inline constexpr std::uint32_t kLz4GroupRingBytes = 4096;  // the device's kRingBytes
 // (CS_HD: the group's lambdas call them, and nvcc compiles those for the device too.)
 struct Lz4GroupHostOut {
-  std::uint8_t* out;
-  const std::uint8_t* shadow;  // a copy of the output that holds only the stored positions
-  CS_HD std::uint8_t* span(std::uint32_t q, std::uint32_t) const { return out + q; }
-  CS_HD std::uint8_t& operator()(std::uint32_t q) const { return out[q]; }
-  CS_HD const std::uint8_t* stored(std::uint32_t q) const { return shadow + q; }
+  std::uint8_t* ring;
+  std::uint32_t shift;
+  const std::uint8_t* stored_out;  // the output as flushed so far
+  CS_HD std::uint32_t slot(std::uint32_t q) const { return (shift + q) & (kLz4GroupRingBytes - 1); }
+  CS_HD std::uint8_t* span(std::uint32_t q, std::uint32_t n) const {
+    return slot(q) + n <= kLz4GroupRingBytes ? ring + slot(q) : nullptr;
+  }
+  CS_HD std::uint8_t& operator()(std::uint32_t q) const { return ring[slot(q)]; }
+  CS_HD const std::uint8_t* stored(std::uint32_t q) const { return stored_out + q; }
 };
 struct Lz4GroupHostFill {
   void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const {
@@ -254,17 +269,20 @@ struct Lz4GroupHostFill {
 };
 inline DecodeStatus lz4_grouped_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                             std::size_t size, std::size_t window_cap, std::uint32_t max_offset,
-                                            std::uint64_t* groups = nullptr) {
+                                            std::uint32_t ring_shift = 0, std::uint64_t* groups = nullptr) {
   if (in_size == 0) return DecodeStatus::kCorrupt;  // the empty block is the token 0x00
   std::uint8_t* window = new std::uint8_t[window_cap];
-  // far sources are read from a shadow of the output that receives a position only once it
-  // counts as stored (a byte read too early is 0xA5 there, and the output goes wrong)
-  std::uint8_t* shadow = new std::uint8_t[size == 0 ? 1 : size];
-  for (std::size_t k = 0; k < size; ++k) shadow[k] = 0xA5;
-  std::size_t shadowed = 0;
+  std::uint8_t* ring = new std::uint8_t[kLz4GroupRingBytes];
+  // the stored output: 0xA5 until a flush brings a position
+  std::uint8_t* stored = new std::uint8_t[size == 0 ? 1 : size];
+  for (std::size_t k = 0; k < size; ++k) stored[k] = 0xA5;
+  std::size_t flushed = 0;
+  Lz4GroupHostOut o{ring, ring_shift, stored};
+  const auto flush_to = [&](std::size_t end) {
+    for (; flushed < end; ++flushed) stored[flushed] = ring[o.slot(static_cast<std::uint32_t>(flushed))];
+  };
   Lz4StagedReader<Lz4GroupHostFill> rd{in, in_size, window, window_cap, {}};
   Lz4GroupHostLanes lanes;
-  Lz4GroupHostOut o{out, shadow};
   Lz4SerialCopier copy;
   const bool small = in_size < (std::size_t{1} << 31) && size < (std::size_t{1} << 31);
   std::size_t ip = 0, op = 0;
@@ -272,15 +290,17 @@ inline DecodeStatus lz4_grouped_decode_host(const std::uint8_t* in, std::size_t 
   for (;;) {
     const std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
     if (small && rel < rd.len) {
+      // the device's flush before a group: up to the last 16-byte boundary of the address
+      if (op - flushed + kLz4GroupMaxOut > kLz4GroupRingBytes) flush_to(((ring_shift + op) & ~std::size_t{15}) - ring_shift);
       std::uint32_t nr = 0, nop = 0;
-      const std::size_t stored = op & ~std::size_t{15};
-      for (; shadowed < stored; ++shadowed) shadow[shadowed] = out[shadowed];
       const std::uint32_t n =
           lz4_group_decode(lanes, window, static_cast<std::uint32_t>(rel), static_cast<std::uint32_t>(rd.len),
                            static_cast<std::uint32_t>(op), static_cast<std::uint32_t>(size), max_offset,
-                           static_cast<std::uint32_t>(stored), o, &nr, &nop);
+                           static_cast<std::uint32_t>(flushed), o, &nr, &nop);
       if (n != 0) {
         if (groups != nullptr) *groups += n;
+        // the serial path reads earlier output from `out`
+        for (std::size_t q = op; q < nop; ++q) out[q] = o(static_cast<std::uint32_t>(q));
         ip = rd.base + nr;
         op = nop;
         continue;
@@ -290,14 +310,30 @@ inline DecodeStatus lz4_grouped_decode_host(const std::uint8_t* in, std::size_t 
     bool last = false;
     st = lz4_read_sequence(rd, in_size, &ip, op, size, &s, &last);
     if (st != DecodeStatus::kOk) break;
+    const std::size_t end = op + s.lit_len + s.match_len;
+    // bytes that would overwrite ring slots not yet stored are stored first (the device's
+    // make_room), and this sequence's bytes go into the ring as well
+    if (end - flushed > kLz4GroupRingBytes) flush_to(op);
     copy.literals(out + op, in + s.lit_src, s.lit_len);
     op += s.lit_len;
+    if (!last) {
+      copy.match(out + op, s.match_offset, s.match_len);
+      op += s.match_len;
+    }
+    for (std::size_t q = end - s.lit_len - s.match_len; q < end; ++q) {
+      // a sequence longer than the ring stores each ring's worth before the next overwrites it
+      if (q - flushed >= kLz4GroupRingBytes) flush_to(q);
+      ring[o.slot(static_cast<std::uint32_t>(q))] = out[q];
+    }
     if (last) break;
-    copy.match(out + op, s.match_offset, s.match_len);
-    op += s.match_len;
+  }
+  if (st == DecodeStatus::kOk && op == size) {
+    flush_to(size);
+    for (std::size_t q = 0; q < size; ++q) out[q] = stored[q];
   }
   delete[] window;
-  delete[] shadow;
+  delete[] ring;
+  delete[] stored;
   if (st != DecodeStatus::kOk) return st;
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }

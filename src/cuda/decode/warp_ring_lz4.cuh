@@ -53,6 +53,8 @@ namespace cubestream::cuda::detail {
 inline constexpr unsigned kRingBytes = 4096;  // power of two, multiple of 16
 inline constexpr unsigned kRingPiece = kRingBytes / 2;
 inline constexpr unsigned kGroupMaxOffset = kRingBytes - codec::logic::kLz4GroupMaxOut;
+// the host's emulation of this ring (lz4_grouped_decode_host) must have its size
+static_assert(kRingBytes == codec::logic::kLz4GroupRingBytes);
 
 // A group's view of the output (codec/logic/lz4_group.hpp): output position q is ring slot
 // (out + q) mod kRingBytes; span() gives n slots from q where they do not wrap around the
@@ -192,7 +194,8 @@ struct WarpRingLz4 {
       // Fast paths (ncu, H100: the first version issued ~270 warp-instructions per sequence,
       // with 64-bit positions, a bounds-checked staged read per byte and copy loops for every
       // length; the unit kernel was issue-bound at ~2.7 IPC). Each decodes a sequence that
-      // passes every check of lz4_read_sequence with 32-bit arithmetic and 32 lanes per copy;
+      // passes every check of lz4_read_sequence with 32-bit arithmetic, the lanes sharing the
+      // copies (a group: one lane per sequence; the long path: 32 lanes per copy);
       // any other sequence (also any that would fail a check) goes to the general path, which
       // parses it again from the same position and so returns exactly the host's status.
       if (small) {

@@ -1,7 +1,9 @@
 // The blosc warp's groups of short LZ4 sequences (codec/logic/lz4_group.hpp) run on the host lane
 // by lane, lanes in reverse order (a round that let a match read what a lower lane writes in
-// the same round would give wrong bytes here), against liblz4 byte for byte and against the
-// serial decoder status for status. Inputs and outputs are exact-size heap allocations.
+// the same round would give wrong bytes here), through an emulation of the device's output ring
+// (a slot reused too early gives wrong bytes too), against liblz4 byte for byte and against the
+// serial decoder status for status. Inputs and outputs are exact-size heap allocations, and
+// each output starts filled with a constant.
 #include <lz4.h>
 
 #include <memory>
@@ -30,12 +32,17 @@ struct Result {
   std::uint64_t grouped = 0;  // sequences decoded in groups
 };
 
-Result grouped(const Buf& in, std::size_t size, std::size_t window = 2048, std::uint32_t max_offset = kDeviceMaxOffset) {
+// ring_shift stands for the output's address modulo the device's ring (its slots follow it).
+Result grouped(const Buf& in, std::size_t size, std::size_t window = 2048, std::uint32_t max_offset = kDeviceMaxOffset,
+               std::uint32_t ring_shift = 0) {
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
   if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
+  // a fresh output that holds no earlier result (a decode must write every byte itself)
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
+  std::memset(dst.get(), 0x5A, size == 0 ? 1 : size);
   Result r;
-  r.status = logic::lz4_grouped_decode_host(src.get(), in.size(), dst.get(), size, window, max_offset, &r.grouped);
+  r.status = logic::lz4_grouped_decode_host(src.get(), in.size(), dst.get(), size, window, max_offset, ring_shift,
+                                            &r.grouped);
   r.bytes.assign(dst.get(), dst.get() + size);
   return r;
 }
@@ -76,8 +83,8 @@ TEST(Lz4Group, MatchesLiblz4OnEveryDataKindAndLevel) {
         for (int level : {0, 3, 12}) {
           const Buf enc = liblz4_block(src, level);
           for (std::size_t window : {2048u, 40u}) {
-            for (std::uint32_t max_offset : {kDeviceMaxOffset, 65535u, 7u}) {
-              const Result r = grouped(enc, src.size(), window, max_offset);
+            for (std::uint32_t max_offset : {kDeviceMaxOffset, 7u}) {
+              const Result r = grouped(enc, src.size(), window, max_offset, static_cast<std::uint32_t>(n % 16 + level));
               ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
               ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window
                                           << " max offset " << max_offset;
@@ -90,8 +97,9 @@ TEST(Lz4Group, MatchesLiblz4OnEveryDataKindAndLevel) {
 }
 
 // Byte planes of float fields are what the groups are for: most of their sequences go through
-// groups (three quarters here; the rest have length bytes or far offsets). Not a speed test: a
-// check that the path is taken at all.
+// groups (three quarters here; the others have length bytes, far offsets whose source is not
+// stored yet, or offset bytes past the staged window). Not a speed test: a check that the path
+// is taken at all.
 TEST(Lz4Group, TakesMostSequencesOfShuffledFloatFields) {
   const Buf src = shuffled(climate_bytes(512 * 1024));
   const Buf enc = liblz4_block(src, 0);
@@ -125,12 +133,39 @@ TEST(Lz4Group, DependentMatchesInsideAGroupMatchLiblz4) {
     const std::size_t size = c.out;
     const Buf ref = liblz4_decode(enc, size);
     for (std::size_t window : {2048u, 64u}) {
-      const Result r = grouped(enc, size, window);
+      const Result r = grouped(enc, size, window, kDeviceMaxOffset, seed * 7);
       ASSERT_EQ(r.status, DecodeStatus::kOk) << "seed " << seed;
       ASSERT_TRUE(r.bytes == ref) << "seed " << seed << " window " << window;
       EXPECT_GT(r.grouped, 1000u);
     }
   }
+}
+
+// The ring's bound: offsets just past the device's (3072 < offset <= 4000) whose sources may
+// share a ring slot with what the same group has just written. The device's bound decodes
+// them right; allowing them in groups (max_offset 4000) reads reused slots, and the host's
+// ring shows it as wrong bytes (a check that the host run can see a ring violation at all).
+TEST(Lz4Group, TheRingBoundIsNeededAndEnough) {
+  bool wrong_past_the_bound = false;
+  for (std::uint32_t seed = 1; seed <= 8; ++seed) {
+    std::mt19937 rng(seed);
+    Lz4Crafter c;
+    c.rng.seed(seed);
+    c.sequence(4100, 3, 10);
+    for (int i = 0; i < 4000; ++i) {
+      const std::size_t lit = rng() % 15;
+      const std::size_t off = rng() % 3 == 0 ? 1 + rng() % 64 : 3073 + rng() % 928;
+      c.sequence(lit, off, 4 + rng() % 15);
+    }
+    const Buf enc = c.finish(16);
+    const Buf ref = liblz4_decode(enc, c.out);
+    const Result ok = grouped(enc, c.out, 2048, kDeviceMaxOffset, seed);
+    ASSERT_EQ(ok.status, DecodeStatus::kOk);
+    ASSERT_TRUE(ok.bytes == ref) << "seed " << seed;
+    const Result past = grouped(enc, c.out, 2048, 4000, seed);
+    if (past.status != DecodeStatus::kOk || !(past.bytes == ref)) wrong_past_the_bound = true;
+  }
+  EXPECT_TRUE(wrong_past_the_bound);
 }
 
 // Damaged blocks: the serial decoder's status (the group leaves a failing sequence to the
@@ -149,7 +184,7 @@ TEST(Lz4Group, DamagedBlocksGiveTheSerialStatus) {
       for (int k = 0; k < 1 + trial % 5; ++k) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
     }
     const std::size_t size = kind == 3 ? src.size() - 1 - rng() % 100 : src.size();
-    const Result r = grouped(bad, size, trial % 2 ? 2048 : 40);
+    const Result r = grouped(bad, size, trial % 2 ? 2048 : 40, kDeviceMaxOffset, static_cast<std::uint32_t>(trial));
     ASSERT_EQ(r.status, serial(bad, size)) << "trial " << trial;
     if (r.status == DecodeStatus::kOk) {
       Buf ref(size);
