@@ -133,6 +133,11 @@ struct Lz4StagedReader {
   }
 };
 
+// The host's fill of a staged reader's window (host runs of the device decoders).
+struct Lz4MemcpyFill {
+  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const { std::memcpy(win, src, n); }
+};
+
 // Copies for the host build, one thread.
 struct Lz4SerialCopier {
   // The parse reads the input directly.

@@ -164,17 +164,17 @@ CS_HD std::uint32_t lz4_group_decode(Lanes& lanes, const std::uint8_t* window, s
   U pending = n == kLz4GroupLanes ? ~U{0} : (U{1} << n) - 1;
   while (pending != 0) {
     const U first = lanes.get(mp, lz4_group_lowest(pending));
+    // from[k]: the last pending lane below lane k (k itself when there is none)
     lanes.each_nosync([&](unsigned k) {
       const U below = pending & ((U{1} << k) - 1);
       from[k] = below != 0 ? lz4_group_highest(below) : k;
     });
-    // the end of the last pending match below each lane
+    // the end of that lane's match
     auto before_end = lanes.gather(mp, from);
     auto before_len = lanes.gather(mlen, from);
     lanes.each_nosync([&](unsigned k) {
-      const U below = pending & ((U{1} << k) - 1);
       ready[k] = ((pending >> k) & 1u) != 0 &&
-                 (src_end[k] <= first || (below != 0 && src[k] >= before_end[k] + before_len[k]));
+                 (src_end[k] <= first || (from[k] != k && src[k] >= before_end[k] + before_len[k]));
       if (!ready[k]) return;
       const U o = off[k], ml = mlen[k];
       std::uint8_t* d = out.span(mp[k], kLz4GroupMaxMatch);
@@ -262,11 +262,6 @@ struct Lz4GroupHostOut {
   CS_HD std::uint8_t& operator()(std::uint32_t q) const { return ring[slot(q)]; }
   CS_HD const std::uint8_t* stored(std::uint32_t q) const { return stored_out + q; }
 };
-struct Lz4GroupHostFill {
-  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const {
-    for (std::size_t k = 0; k < n; ++k) win[k] = src[k];
-  }
-};
 inline DecodeStatus lz4_grouped_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                             std::size_t size, std::size_t window_cap, std::uint32_t max_offset,
                                             std::uint32_t ring_shift = 0, std::uint64_t* groups = nullptr) {
@@ -281,7 +276,7 @@ inline DecodeStatus lz4_grouped_decode_host(const std::uint8_t* in, std::size_t 
   const auto flush_to = [&](std::size_t end) {
     for (; flushed < end; ++flushed) stored[flushed] = ring[o.slot(static_cast<std::uint32_t>(flushed))];
   };
-  Lz4StagedReader<Lz4GroupHostFill> rd{in, in_size, window, window_cap, {}};
+  Lz4StagedReader<Lz4MemcpyFill> rd{in, in_size, window, window_cap, {}};
   Lz4GroupHostLanes lanes;
   Lz4SerialCopier copy;
   const bool small = in_size < (std::size_t{1} << 31) && size < (std::size_t{1} << 31);

@@ -728,10 +728,6 @@ struct Lz4HostLanes {
   }
 };
 
-struct Lz4MemcpyFill {
-  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const { std::memcpy(win, src, n); }
-};
-
 // Copier warps of the device kernel (phase 1 is shared among them; the host runs the same
 // split, warp after warp).
 inline constexpr unsigned kLz4CopyWarps = 3;

@@ -178,6 +178,14 @@ inline const DataKind kDataKinds[] = {
     {"random", random_n},           {"repetitive", repetitive_n},
 };
 
+// A copy of `b` in its own allocation of exactly b.size() bytes (one byte for an empty b), so
+// that the ASan build reports any read past the end of an input.
+inline std::unique_ptr<std::uint8_t[]> exact_copy(const Buf& b) {
+  std::unique_ptr<std::uint8_t[]> p(new std::uint8_t[b.empty() ? 1 : b.size()]);
+  if (!b.empty()) std::memcpy(p.get(), b.data(), b.size());
+  return p;
+}
+
 // ---- files -------------------------------------------------------------------------------
 
 inline Buf read_file(const std::string& path) {

@@ -35,8 +35,7 @@ struct Result {
 // ring_shift stands for the output's address modulo the device's ring (its slots follow it).
 Result grouped(const Buf& in, std::size_t size, std::size_t window = 2048, std::uint32_t max_offset = kDeviceMaxOffset,
                std::uint32_t ring_shift = 0) {
-  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
-  if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
+  const std::unique_ptr<std::uint8_t[]> src = exact_copy(in);
   // a fresh output that holds no earlier result (a decode must write every byte itself)
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
   std::memset(dst.get(), 0x5A, size == 0 ? 1 : size);

@@ -33,8 +33,7 @@ struct Result {
 // *meetings (when given): the copier warp's meetings (lz4_ring_decode_host).
 Result ring(const Buf& in, std::size_t size, std::size_t shift = 0, std::size_t window = 4096,
             std::uint64_t* meetings = nullptr) {
-  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
-  if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
+  const std::unique_ptr<std::uint8_t[]> src = exact_copy(in);
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size + shift + 1]);
   Result r;
   r.status = logic::lz4_ring_decode_host(src.get(), in.size(), dst.get() + shift, size, window, meetings);
@@ -122,8 +121,7 @@ TEST(Lz4Ring, DamagedBlocksGetTheSerialStatus) {
 // The walker's batches with and without bursts (Lz4RingWalker::burst): every batch head and
 // record and the final status must be equal, batch by batch. Input in an exact-size copy.
 void expect_same_batches(const Buf& in, std::size_t size, const char* what, logic::Lz4BurstRule rule = {}) {
-  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
-  if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
+  const std::unique_ptr<std::uint8_t[]> src = exact_copy(in);
   const auto n_in = static_cast<std::uint32_t>(in.size());
   const auto n_out = static_cast<std::uint32_t>(size);
   std::vector<std::uint8_t> win_a(4096), win_b(4096);

@@ -32,8 +32,7 @@ struct Result {
 
 Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
                  logic::Lz4Walk walk = logic::Lz4Walk::kTable) {
-  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.empty() ? 1 : in.size()]);
-  if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
+  const std::unique_ptr<std::uint8_t[]> src = exact_copy(in);
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
   Result r;
   r.status = logic::lz4_segments_decode_host(src.get(), in.size(), dst.get(), size, window, &r.groups, walk);
@@ -111,8 +110,7 @@ struct Walked {
 };
 
 Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk kind) {
-  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[enc.empty() ? 1 : enc.size()]);
-  if (!enc.empty()) std::memcpy(src.get(), enc.data(), enc.size());
+  const std::unique_ptr<std::uint8_t[]> src = exact_copy(enc);
   Walked w;
   std::vector<std::uint8_t> win(window);
   logic::Lz4StagedReader<logic::Lz4MemcpyFill> rd{src.get(), enc.size(), win.data(), window, {}};
