@@ -43,7 +43,7 @@ for case_text in "${cases[@]}"; do
       ncu --import "$rep.ncu-rep" --page details >"$rep.txt" 2>&1
       grep -E "Duration|Achieved Occupancy|Registers Per|Issued Warp|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Issue Slots Busy" "$rep.txt" | head -20
       ncu --import "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.sass.csv" 2>/dev/null
-      python3 bench/ncu_top_lines.py "$rep.sass.csv" 20 | tee "$rep.top.txt"
+      python3 bench/ncu_top_lines.py "$rep.sass.csv" 20 --bands 100 | tee "$rep.top.txt"
     done
   done
 done

@@ -123,13 +123,16 @@ struct Lz4StagedReader {
   std::size_t len = 0;
 
   CS_HD std::uint8_t operator[](std::size_t i) {
-    if (i - base >= len) {  // also when i < base: the difference wraps around
-      const std::size_t back = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(src + i) & 15u);
-      base = back <= i ? i - back : i;
-      len = size - base < cap ? size - base : cap;
-      fill(window, src + base, len);
-    }
+    if (i - base >= len) stage(i);  // also when i < base: the difference wraps around
     return window[i - base];
+  }
+
+  // Refills the window so that it starts at input byte i (i < size) or up to 15 bytes before.
+  CS_HD void stage(std::size_t i) {
+    const std::size_t back = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(src + i) & 15u);
+    base = back <= i ? i - back : i;
+    len = size - base < cap ? size - base : cap;
+    fill(window, src + base, len);
   }
 };
 

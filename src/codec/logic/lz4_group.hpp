@@ -14,13 +14,20 @@
 // literals and offset lie in the staged input window, and its offset is at most `max_offset`
 // (the caller's bound: the device's ring holds only its recent output) or its source lies
 // wholly in output already stored (the device's flushes to global memory). Four steps:
-//  1. walk (every lane the same, serially): token -> lengths -> next token. Lane k keeps
-//     sequence k: window index of its literals, lengths, output position. Only the token load
-//     is on the walk's chain.
-//  2. check (each lane its own sequence): the offset, 0 < offset <= match position, offset <=
-//     max_offset or a stored source, match end <= size. The group ends before its first failing sequence, which
-//     the caller's general path parses again (and so reports exactly the serial decoder's
-//     status for a damaged block).
+//  1. walk (every lane the same, serially): token -> next token (literal nibble + 3 bytes on),
+//     at most min(32, staged bytes from the group's start / 18) steps: a step moves at most 18
+//     bytes (token, offset, a literal nibble of 15), so no step reads past the window whatever
+//     the bytes say, and the walk checks no bounds. Lane k keeps step k's token index and
+//     output position. Steps go in chunks of kLz4GroupWalkChunk, and the walk stops after a
+//     chunk that stepped over a token with a length byte, where the group ends anyway. The
+//     chain is one shared-memory load and one add a step; version 13's walk checked and
+//     branched at every step: 20 instructions a step, a third of the unit kernel's
+//     instructions on the dense planes (ncu; docs/gpu_decoders.md, version 14).
+//  2. check (each lane its own sequence): no length byte (neither nibble 15); the offset,
+//     0 < offset <= match position, offset <= max_offset or a stored source, match end <= size.
+//     The group ends before its first failing sequence, which the caller's general path parses
+//     again (and so reports exactly the serial decoder's status for a damaged block). Lanes
+//     after it hold whatever the walk stepped to and are not used.
 //  3. literals: each lane copies its own. No step-3 copy reads what another writes.
 //  4. matches, in rounds. A pending match is ready when every byte of its source is final:
 //     the source ends at or before the first pending match's start, or starts at or after the
@@ -90,6 +97,49 @@ CS_HD void lz4_group_copy(std::uint32_t n, const std::uint8_t* s, std::uint8_t* 
   }
 }
 
+// The same for a match whose offset o is below its length n: byte j repeats source byte j mod o,
+// and the source [s, s + o) lies before the match, so every load reads a final byte. Version
+// 13 took these byte by byte through the ring's slots (15 instructions a byte, a tenth of the
+// unit kernel's instructions on the dense planes, where one match in eight overlaps itself).
+// 98 % of them have offset 2 (host count, numcodecs' blosc layout of the bench's mixed batch),
+// so offsets 1 and 2 are stores of two loaded bytes; the others go byte by byte. (An unrolled
+// form with loads before stores for every offset took the unit kernel to 120 registers.)
+template <std::uint32_t Max>
+CS_HD void lz4_group_copy_periodic(std::uint32_t n, std::uint32_t o, const std::uint8_t* s, std::uint8_t* d) {
+  if (o <= 2) {
+    const std::uint8_t even = s[0], odd = s[o - 1];
+#pragma unroll
+    for (std::uint32_t c = 0; c < Max; c += kLz4GroupCopyPiece) {
+      if (c >= n) return;
+#pragma unroll
+      for (std::uint32_t j = 0; j < kLz4GroupCopyPiece; ++j)
+        if (c + j < n) d[c + j] = j % 2 == 0 ? even : odd;
+    }
+    return;
+  }
+  std::uint32_t q = 0;  // j mod o
+#pragma unroll 1
+  for (std::uint32_t j = 0; j < n; ++j) {
+    d[j] = s[q];
+    q = q + 1 == o ? 0 : q + 1;
+  }
+}
+
+// The most input bytes one walk step moves (token, a literal nibble of 15, offset) and the
+// staged bytes a walk of 32 steps needs from its start.
+inline constexpr std::uint32_t kLz4GroupMaxStep = 1 + 15 + 2;
+inline constexpr std::uint32_t kLz4GroupSpan = kLz4GroupLanes * kLz4GroupMaxStep;
+inline constexpr std::uint32_t kLz4GroupWalkChunk = 4;
+
+// Whether a group starting at window index r (< len) of a staged reader (window [base, base +
+// len) of an input of `size` bytes) should first restage the window at its start: fewer than
+// kLz4GroupSpan bytes are staged from there, more input follows the window, and a restage
+// moves the window on (after one, r <= 15). Without it the groups near a window's end would be
+// short, and a window is refilled only by a read outside it.
+CS_HD inline bool lz4_group_restage(std::size_t r, std::size_t len, std::size_t base, std::size_t size) {
+  return len - r < kLz4GroupSpan && base + len < size && r >= 16;
+}
+
 // Decodes the group of sequences that starts at window index r (< wlen) and output position op
 // of a block decoding to `size` bytes, positions below op being final. Returns the sequences
 // decoded (0: the sequence at r is not a group sequence, nothing written); after n > 0, *next_r
@@ -108,35 +158,59 @@ CS_HD std::uint32_t lz4_group_decode(Lanes& lanes, const std::uint8_t* window, s
                                      std::uint32_t op, std::uint32_t size, std::uint32_t max_offset,
                                      std::uint32_t stored, Out& out, std::uint32_t* next_r, std::uint32_t* next_op) {
   using U = std::uint32_t;
-  // 1. the walk: lane k keeps sequence k's token index and output position
+  // 1. the walk: lane k keeps step k's token index and output position (relative to op)
+  const U fit = (wlen - r) / kLz4GroupMaxStep;
+  const U steps = fit < kLz4GroupLanes ? fit : kLz4GroupLanes;
+  // a first sequence with a length byte takes no group: leave it before walking (one attempt
+  // in six on the dense planes of numcodecs' blosc layout, one in two on the synth fields)
+  const U t0 = window[r];
+  if (steps == 0 || t0 >= 0xF0u || (t0 & 15u) == 15u) return 0;
   typename Lanes::template PerLane<U> at{}, pos{};
-  U n = 0;
-  while (n < kLz4GroupLanes && r < wlen) {
-    const U token = window[r];
-    const U l = token >> 4, m = token & 15u;
-    if (l == 15 || m == 15 || wlen - r < l + 3) break;
-    lanes.set(at, n, r);
-    lanes.set(pos, n, op);
-    op += l + m + 4;  // literals + match (nibble + kLz4MinMatch)
-    r += l + 3;       // token, literals, offset
-    ++n;
+  U q = 0;
+  // The stop test is off the chain (it reads the token the step loads anyway). Stopping after
+  // a chunk matters where groups are short (11 sequences on average on the synth fields, 7 with
+  // lz4hc): 32 steps every time measured 8-17 % slower there. Keeping the output positions in
+  // the walk (three instructions a step) measured 3 % faster with lz4hc than a prefix sum over
+  // the lanes afterwards (five dependent shuffles), and the same elsewhere.
+  U walked = 0;
+  bool stop = false;
+  for (; walked + kLz4GroupWalkChunk <= steps && !stop; walked += kLz4GroupWalkChunk) {
+#pragma unroll
+    for (U j = 0; j < kLz4GroupWalkChunk; ++j) {
+      lanes.set(at, walked + j, r);
+      lanes.set(pos, walked + j, q);
+      const U t = window[r];
+      stop |= t >= 0xF0u || (t & 15u) == 15u;
+      r += (t >> 4) + 3;
+      q += (t >> 4) + (t & 15u) + 4;
+    }
   }
-  if (n == 0) return 0;
-  // 2. each lane its own sequence: lengths again from the token, the offset, the checks of
-  // lz4_read_sequence that the walk left out, and where the source is
+  for (; walked < steps && !stop; ++walked) {
+    lanes.set(at, walked, r);
+    lanes.set(pos, walked, q);
+    const U t = window[r];
+    stop = t >= 0xF0u || (t & 15u) == 15u;
+    r += (t >> 4) + 3;
+    q += (t >> 4) + (t & 15u) + 4;
+  }
+  // 2. each lane its own sequence: the shape, the offset, the checks of lz4_read_sequence that
+  // the walk left out, and where the source is
   typename Lanes::template PerLane<U> lit{}, off{}, mp{}, mlen{}, src{}, src_end{};
   typename Lanes::template PerLane<bool> bad{}, far{};
   lanes.each_nosync([&](unsigned k) {
-    bad[k] = false;
-    if (k >= n) return;
-    const U t = window[at[k]];
-    const U l = t >> 4, o_at = at[k] + 1 + l;
-    const U o = static_cast<U>(window[o_at]) | (static_cast<U>(window[o_at + 1]) << 8);
-    const U p = pos[k] + l, ml = (t & 15u) + 4;
+    const U t = k < walked ? static_cast<U>(window[at[k]]) : 0xFFu;
+    const U l = t >> 4, ml = (t & 15u) + 4;
     lit[k] = l;
+    mlen[k] = ml;
+    bad[k] = true;
+    if (l == 15 || ml == 19) return;  // a length byte (or a lane past the walk)
+    // at[k] + 17 < wlen: the walk's bound
+    const U o_at = at[k] + 1 + l;
+    const U o = static_cast<U>(window[o_at]) | (static_cast<U>(window[o_at + 1]) << 8);
+    const U p = op + pos[k] + l;  // the match's output position
+    pos[k] = p - l;
     off[k] = o;
     mp[k] = p;
-    mlen[k] = ml;
     src[k] = p - o;
     // a source of off < mlen bytes repeats: only the off bytes before the match are read
     src_end[k] = p - o + (o < ml ? o : ml);
@@ -144,7 +218,7 @@ CS_HD std::uint32_t lz4_group_decode(Lanes& lanes, const std::uint8_t* window, s
     bad[k] = o == 0 || o > p || p + ml > size || (o > max_offset && src_end[k] > stored);
   });
   const U fail = lanes.ballot(bad);
-  if (fail != 0) n = lz4_group_lowest(fail);
+  const U n = fail != 0 ? lz4_group_lowest(fail) : kLz4GroupLanes;
   if (n == 0) return 0;
   // 3. literals (the sync before orders them after what earlier paths wrote and read)
   lanes.sync();
@@ -179,11 +253,15 @@ CS_HD std::uint32_t lz4_group_decode(Lanes& lanes, const std::uint8_t* window, s
       const U o = off[k], ml = mlen[k];
       std::uint8_t* d = out.span(mp[k], kLz4GroupMaxMatch);
       const std::uint8_t* s = far[k] ? out.stored(src[k]) : out.span(src[k], kLz4GroupMaxMatch);
-      if (o >= ml && d != nullptr && s != nullptr) {
-        lz4_group_copy<kLz4GroupMaxMatch>(ml, s, d);
+      if (d != nullptr && s != nullptr) {
+        if (o >= ml) {
+          lz4_group_copy<kLz4GroupMaxMatch>(ml, s, d);
+        } else {
+          lz4_group_copy_periodic<kLz4GroupMaxMatch>(ml, o, s, d);
+        }
       } else {
-        // overlapping (byte j repeats source byte j mod o, which this match never writes) or
-        // wrapping around the ring: byte by byte
+        // wrapping around the ring: byte by byte (byte j repeats source byte j mod o, which
+        // this match never writes)
         U q = 0;
         for (U j = 0; j < ml; ++j) {
           out(mp[k] + j) = far[k] ? out.stored(src[k])[q] : out(src[k] + q);
@@ -242,8 +320,9 @@ struct Lz4GroupHostLanes {
 // As on the device (src/cuda/decode/warp_ring_lz4.cuh), groups read and write a ring of
 // kLz4GroupRingBytes whose slot of position q is (ring_shift + q) mod the ring's size
 // (ring_shift stands for the output's address), and take far sources from the stored output,
-// which only a flush fills, from the ring. Before a group the ring is flushed up to a 16-byte
-// boundary when a group's output would not fit; the serial path's sequences flush what their
+// which only a flush fills, from the ring. Before a group the window is restaged where
+// lz4_group_restage says so, and the ring is flushed up to a 16-byte boundary when a group's
+// output would not fit; the serial path's sequences flush what their
 // bytes would overwrite, write `out` and copy their bytes into the ring. The result is the
 // stored output after a last flush, copied to `out`: so a group that read a slot already
 // reused, wrote over one not yet stored, or read a stored byte not yet flushed gives wrong
@@ -283,8 +362,12 @@ inline DecodeStatus lz4_grouped_decode_host(const std::uint8_t* in, std::size_t 
   std::size_t ip = 0, op = 0;
   DecodeStatus st = DecodeStatus::kOk;
   for (;;) {
-    const std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
+    std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
     if (small && rel < rd.len) {
+      if (lz4_group_restage(rel, rd.len, rd.base, in_size)) {
+        rd.stage(ip);
+        rel = ip - rd.base;
+      }
       // the device's flush before a group: up to the last 16-byte boundary of the address
       if (op - flushed + kLz4GroupMaxOut > kLz4GroupRingBytes) flush_to(((ring_shift + op) & ~std::size_t{15}) - ring_shift);
       std::uint32_t nr = 0, nop = 0;

@@ -199,8 +199,13 @@ struct WarpRingLz4 {
       // any other sequence (also any that would fail a check) goes to the general path, which
       // parses it again from the same position and so returns exactly the host's status.
       if (small) {
-        const std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
+        std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
         if (rel < rd.len) {
+          // a group walks up to kLz4GroupSpan staged bytes: near the window's end, restage it
+          if (codec::logic::lz4_group_restage(rel, rd.len, rd.base, in_size)) {
+            rd.stage(ip);
+            rel = ip - rd.base;
+          }
           const unsigned r0 = static_cast<unsigned>(rel);
           const unsigned wlen = static_cast<unsigned>(rd.len);
           // Groups (version 13; codec/logic/lz4_group.hpp): up to 32 short sequences at once, in

@@ -6,6 +6,7 @@
 // each output starts filled with a constant.
 #include <lz4.h>
 
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
@@ -110,6 +111,21 @@ TEST(Lz4Group, TakesMostSequencesOfShuffledFloatFields) {
   EXPECT_GT(r.grouped, all * 7 / 10) << r.grouped << " of " << all;
 }
 
+// A match that overlaps itself repeats its `offset` source bytes: every offset below every
+// length a group sequence can have, at both ends of a buffer exactly as long as the bytes read
+// and written (the ASan build checks the bounds).
+TEST(Lz4Group, PeriodicCopyRepeatsTheSourceBytes) {
+  for (std::uint32_t n = 4; n <= logic::kLz4GroupMaxMatch; ++n) {
+    for (std::uint32_t o = 1; o < n; ++o) {
+      const std::unique_ptr<std::uint8_t[]> buf(new std::uint8_t[o + n]);
+      for (std::uint32_t k = 0; k < o; ++k) buf[k] = static_cast<std::uint8_t>(0x30 + k * 7);
+      std::memset(buf.get() + o, 0xEE, n);
+      logic::lz4_group_copy_periodic<logic::kLz4GroupMaxMatch>(n, o, buf.get(), buf.get() + o);
+      for (std::uint32_t j = 0; j < n; ++j) ASSERT_EQ(buf[o + j], buf[j % o]) << "n " << n << " o " << o << " j " << j;
+    }
+  }
+}
+
 // Hand-made groups: short literals and matches with offsets 1..64, so that matches read bytes
 // that earlier matches of the same group write (chains over several rounds, overlapping
 // matches, sources between two pending matches), among occasional far and long sequences that
@@ -121,7 +137,8 @@ TEST(Lz4Group, DependentMatchesInsideAGroupMatchLiblz4) {
     c.rng.seed(seed);
     c.sequence(70, 3, 10);
     for (int i = 0; i < 3000; ++i) {
-      const std::size_t lit = rng() % 4 == 0 ? rng() % 15 : rng() % 3;
+      // literal runs of 15 and more have a length byte: the walk steps over them and stops
+      const std::size_t lit = rng() % 40 == 0 ? 15 + rng() % 30 : rng() % 4 == 0 ? rng() % 15 : rng() % 3;
       const std::size_t r = rng() % 100;
       std::size_t off = r < 60 ? 1 + rng() % 24 : r < 95 ? 1 + rng() % 64 : 1 + rng() % 4000;
       const std::size_t mlen = r % 23 == 0 ? 19 + rng() % 300 : 4 + rng() % 15;
