@@ -10,19 +10,21 @@
 // consecutive sequences and spends the serial part of the work only on the walk from token to
 // token; checks and copies run on all lanes at once.
 //
-// A group sequence has no length byte (at most 14 literals and 4-18 match bytes), its token,
-// literals and offset lie in the staged input window, and its offset is at most `max_offset`
+// A group sequence has no length byte (at most 14 literals and 4-18 match bytes), it is one of
+// the first (staged bytes from the group's start) / 18 sequences (the walk's bound below: so
+// its token, literals and offset lie in the staged window), and its offset is at most `max_offset`
 // (the caller's bound: the device's ring holds only its recent output) or its source lies
 // wholly in output already stored (the device's flushes to global memory). Four steps:
 //  1. walk (every lane the same, serially): token -> next token (literal nibble + 3 bytes on),
 //     at most min(32, staged bytes from the group's start / 18) steps: a step moves at most 18
 //     bytes (token, offset, a literal nibble of 15), so no step reads past the window whatever
 //     the bytes say, and the walk checks no bounds. Lane k keeps step k's token index and
-//     output position. Steps go in chunks of kLz4GroupWalkChunk, and the walk stops after a
-//     chunk that stepped over a token with a length byte, where the group ends anyway. The
-//     chain is one shared-memory load and one add a step; version 13's walk checked and
-//     branched at every step: 20 instructions a step, a third of the unit kernel's
-//     instructions on the dense planes (ncu; docs/gpu_decoders.md, version 14).
+//     output position. Steps go in chunks of kLz4GroupWalkChunk (the steps that do not fill a
+//     chunk go one at a time), and the walk stops after the chunk or step that stepped over a
+//     token with a length byte, where the group ends anyway. The chain is one shared-memory
+//     load and one add a step; version 13's walk checked and branched at every step: 20
+//     instructions a step, a third of the unit kernel's instructions on the dense planes
+//     (ncu; docs/gpu_decoders.md, version 14).
 //  2. check (each lane its own sequence): no length byte (neither nibble 15); the offset,
 //     0 < offset <= match position, offset <= max_offset or a stored source, match end <= size.
 //     The group ends before its first failing sequence, which the caller's general path parses
@@ -142,8 +144,9 @@ CS_HD inline bool lz4_group_restage(std::size_t r, std::size_t len, std::size_t 
 
 // Decodes the group of sequences that starts at window index r (< wlen) and output position op
 // of a block decoding to `size` bytes, positions below op being final. Returns the sequences
-// decoded (0: the sequence at r is not a group sequence, nothing written); after n > 0, *next_r
-// is the window index of the next token and *next_op the output position after the group.
+// decoded (0: the sequence at r is not a group sequence, or fewer than 18 bytes are staged from
+// r; nothing written); after n > 0, *next_r is the window index of the next token and *next_op
+// the output position after the group.
 // Every lane calls it with the same arguments.
 //
 // `out` gives the output: out.span(q, n) points to the bytes of positions [q, q + n) where
@@ -312,8 +315,9 @@ struct Lz4GroupHostLanes {
 };
 
 // Host run of the blosc warp's LZ4 decode with groups (tests and fuzzing), with the device's
-// output ring: groups wherever one starts in the staged window (window_cap >= 32 bytes), every
-// other sequence through lz4_read_sequence and the serial copies; `size` bytes exactly. The
+// output ring: groups wherever one starts 18 or more bytes before the staged window's end
+// (window_cap >= 32 bytes), every other sequence through lz4_read_sequence and the serial
+// copies; `size` bytes exactly. The
 // same statuses as lz4_decode_exact_with, and its bytes when it succeeds. *groups (when given)
 // receives the sequences decoded in groups.
 //

@@ -6,6 +6,7 @@
 // each output starts filled with a constant.
 #include <lz4.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -23,6 +24,9 @@ namespace {
 
 namespace logic = cubestream::codec::logic;
 using logic::DecodeStatus;
+
+// Bytes past the staged ones that a wrong walk could reach.
+constexpr std::size_t kLz4GroupSpanForTests = logic::kLz4GroupSpan;
 
 // The device's bound: its 4 KiB ring less a group's output.
 constexpr std::uint32_t kDeviceMaxOffset = 4096 - logic::kLz4GroupMaxOut;
@@ -97,9 +101,10 @@ TEST(Lz4Group, MatchesLiblz4OnEveryDataKindAndLevel) {
 }
 
 // Byte planes of float fields are what the groups are for: most of their sequences go through
-// groups (three quarters here; the others have length bytes, far offsets whose source is not
-// stored yet, or offset bytes past the staged window). Not a speed test: a check that the path
-// is taken at all.
+// groups (three quarters here; the others have length bytes, or far offsets whose source is not
+// stored yet). Not a speed test: a check that the path is taken at all. Small windows, restaged
+// before nearly every group, still group as many: the restage keeps groups from being cut
+// short near a window's end.
 TEST(Lz4Group, TakesMostSequencesOfShuffledFloatFields) {
   const Buf src = shuffled(climate_bytes(512 * 1024));
   const Buf enc = liblz4_block(src, 0);
@@ -109,6 +114,89 @@ TEST(Lz4Group, TakesMostSequencesOfShuffledFloatFields) {
   const std::uint64_t all = count_sequences(enc, src.size());
   EXPECT_GT(all, 1000u);
   EXPECT_GT(r.grouped, all * 7 / 10) << r.grouped << " of " << all;
+  for (std::size_t window : {64u, 600u}) {
+    const Result small = grouped(enc, src.size(), window);
+    ASSERT_EQ(small.status, DecodeStatus::kOk);
+    ASSERT_TRUE(small.bytes == src);
+    EXPECT_GE(small.grouped, r.grouped * 9 / 10) << "window " << window;
+  }
+}
+
+// The walk's bound: a group reads nothing at or past the end of the staged bytes it is given,
+// whatever lies there. Each group start (a token of a real stream) is run with the staged bytes
+// followed by two different fillers; both runs must decode the same sequences to the same
+// bytes, which are the stream's own. Staged lengths from 1 to 700 bytes past the start cover
+// walks of 0 to 32 steps, whole chunks and single steps.
+TEST(Lz4Group, TheWalkReadsNothingPastTheStagedBytes) {
+  // sequences of 10-14 literals (walk steps of 13-17 bytes, near the bound of 18), now and then
+  // one with a length byte
+  std::mt19937 rng(5);
+  Lz4Crafter c;
+  c.rng.seed(5);
+  c.sequence(70, 3, 10);
+  for (int i = 0; i < 4000; ++i) {
+    const std::size_t lit = rng() % 50 == 0 ? 15 + rng() % 20 : 10 + rng() % 5;
+    c.sequence(lit, 1 + rng() % 64, 4 + rng() % 15);
+  }
+  const Buf enc = c.finish(16);
+  const Buf src = liblz4_decode(enc, c.out);
+  // every token's input and output position
+  std::vector<std::pair<std::size_t, std::size_t>> tokens;
+  {
+    std::size_t ip = 0, op = 0;
+    const std::uint8_t* in = enc.data();
+    for (;;) {
+      tokens.emplace_back(ip, op);
+      logic::Lz4Sequence s;
+      bool last = false;
+      ASSERT_EQ(logic::lz4_read_sequence(in, enc.size(), &ip, op, src.size(), &s, &last), DecodeStatus::kOk);
+      op += s.lit_len + s.match_len;
+      if (last) break;
+    }
+  }
+  // a flat output: every position below the group's start holds its decoded byte and is stored
+  struct FlatOut {
+    std::uint8_t* o;
+    std::uint8_t* span(std::uint32_t q, std::uint32_t) const { return o + q; }
+    std::uint8_t& operator()(std::uint32_t q) const { return o[q]; }
+    const std::uint8_t* stored(std::uint32_t q) const { return o + q; }
+  };
+  std::uint64_t decoded = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const auto [ip, op] = tokens[rng() % (tokens.size() - 1)];
+    const std::uint32_t r = rng() % 16;  // the token's index in the window
+    if (ip < r) continue;
+    const std::uint32_t staged = 1 + rng() % 700;
+    const std::uint32_t wlen = static_cast<std::uint32_t>(std::min<std::size_t>(r + staged, enc.size() - (ip - r)));
+    std::uint32_t n[2], next_r[2], next_op[2];
+    Buf out[2];
+    for (int filler = 0; filler < 2; ++filler) {
+      // filler 0: zeros (a token of offset 0, never a group sequence); filler 1: sequences of
+      // no literals and 4 match bytes at offset 1, which a walk past the staged bytes would take
+      Buf window(wlen + kLz4GroupSpanForTests, 0x00);
+      if (filler == 1)
+        for (std::size_t k = wlen; k < window.size(); ++k) window[k] = (k - wlen) % 3 == 1 ? 0x01 : 0x00;
+      std::memcpy(window.data(), enc.data() + ip - r, wlen);
+      out[filler].assign(src.size() + 64, 0x5A);
+      std::memcpy(out[filler].data(), src.data(), op);
+      logic::Lz4GroupHostLanes lanes;
+      FlatOut fo{out[filler].data()};
+      n[filler] = logic::lz4_group_decode(lanes, window.data(), r, wlen, static_cast<std::uint32_t>(op),
+                                          static_cast<std::uint32_t>(src.size()), 65535u,
+                                          static_cast<std::uint32_t>(op), fo, &next_r[filler], &next_op[filler]);
+    }
+    ASSERT_EQ(n[0], n[1]) << "trial " << trial;
+    if (n[0] == 0) continue;
+    ASSERT_EQ(next_r[0], next_r[1]);
+    ASSERT_EQ(next_op[0], next_op[1]);
+    ASSERT_TRUE(out[0] == out[1]) << "trial " << trial;
+    ASSERT_TRUE(std::equal(src.begin() + static_cast<std::ptrdiff_t>(op), src.begin() + next_op[0],
+                           out[0].begin() + static_cast<std::ptrdiff_t>(op)))
+        << "trial " << trial;
+    ASSERT_LE(next_r[0], wlen);
+    decoded += n[0];
+  }
+  EXPECT_GT(decoded, 10000u);
 }
 
 // A match that overlaps itself repeats its `offset` source bytes: every offset below every
