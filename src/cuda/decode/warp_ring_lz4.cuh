@@ -201,34 +201,37 @@ struct WarpRingLz4 {
       if (small) {
         std::size_t rel = ip - rd.base;  // wraps around when ip < base: not in the window
         if (rel < rd.len) {
-          // a group walks up to kLz4GroupSpan staged bytes: near the window's end, restage it
-          if (codec::logic::lz4_group_restage(rel, rd.len, rd.base, in_size)) {
-            rd.stage(ip);
-            rel = ip - rd.base;
-          }
-          const unsigned r0 = static_cast<unsigned>(rel);
-          const unsigned wlen = static_cast<unsigned>(rd.len);
           // Groups (version 13; codec/logic/lz4_group.hpp): up to 32 short sequences at once, in
-          // place of version 2's short path, one sequence at a time. Room for a whole group's
-          // output first, so that its writes [op, op + kLz4GroupMaxOut) reuse no slot still to
-          // be stored; and its sources lie at most kGroupMaxOffset back, so none of their
-          // slots is reused either (a write and a source share a slot only 4096 bytes apart).
-          if (static_cast<unsigned>(op) - static_cast<unsigned>(flushed) + codec::logic::kLz4GroupMaxOut > kRingBytes)
-            flush(false);
-          {
+          // place of version 2's short path, one sequence at a time. Only where the token has
+          // no length byte (version 15: the other half of the attempts on the synth fields, two
+          // thirds with lz4hc, now skip the restage and flush tests and the group's set-up).
+          if (codec::logic::lz4_group_may_start(window[rel])) {
+            // a group walks up to kLz4GroupSpan staged bytes: near the window's end, restage it
+            if (codec::logic::lz4_group_restage(rel, rd.len, rd.base, in_size)) {
+              rd.stage(ip);
+              rel = ip - rd.base;
+            }
+            // Room for a whole group's output first, so that its writes [op, op +
+            // kLz4GroupMaxOut) reuse no slot still to be stored; and its sources lie at most
+            // kGroupMaxOffset back, so none of their slots is reused either (a write and a
+            // source share a slot only 4096 bytes apart).
+            if (static_cast<unsigned>(op) - static_cast<unsigned>(flushed) + codec::logic::kLz4GroupMaxOut > kRingBytes)
+              flush(false);
             RingLanes lanes{lane};
             RingSlots slots{ring, om, out};
             unsigned next_r = 0, next_op = 0;
             // far sources come from global memory where the flushes stored them (each flush
             // ends with a __syncwarp, which orders its stores before these loads)
-            if (codec::logic::lz4_group_decode(lanes, window, r0, wlen, static_cast<unsigned>(op),
-                                               static_cast<unsigned>(size), kGroupMaxOffset,
+            if (codec::logic::lz4_group_decode(lanes, window, static_cast<unsigned>(rel), static_cast<unsigned>(rd.len),
+                                               static_cast<unsigned>(op), static_cast<unsigned>(size), kGroupMaxOffset,
                                                static_cast<unsigned>(flushed), slots, &next_r, &next_op) != 0) {
               op = next_op;
               ip = rd.base + next_r;
               continue;
             }
           }
+          const unsigned r0 = static_cast<unsigned>(rel);
+          const unsigned wlen = static_cast<unsigned>(rd.len);
           const unsigned token = window[r0];
           const unsigned lit0 = token >> 4, m = token & 15u;
           const unsigned op32 = static_cast<unsigned>(op);
