@@ -167,9 +167,9 @@ CS_HD std::uint32_t lz4_group_decode(Lanes& lanes, const std::uint8_t* window, s
   // 1. the walk: lane k keeps step k's token index and output position (relative to op)
   const U fit = (wlen - r) / kLz4GroupMaxStep;
   const U steps = fit < kLz4GroupLanes ? fit : kLz4GroupLanes;
-  // a first sequence with a length byte takes no group: leave it before walking (the device
-  // tests it before calling, the host run does too)
-  if (steps == 0 || !lz4_group_may_start(window[r])) return 0;
+  // (callers test lz4_group_may_start(window[r]) first: a first token with a length byte would
+  // only walk one chunk and end the group at lane 0)
+  if (steps == 0) return 0;
   typename Lanes::template PerLane<U> at{}, pos{};
   U q = 0;
   // The stop test is off the chain (it reads the token the step loads anyway). Stopping after

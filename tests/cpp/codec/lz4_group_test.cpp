@@ -18,6 +18,7 @@
 #include "codec_test_util.hpp"
 #include "liblz4_block.hpp"
 #include "lz4_craft.hpp"
+#include "lz4_serial.hpp"
 
 namespace cs_codec_test {
 namespace {
@@ -51,25 +52,10 @@ Result grouped(const Buf& in, std::size_t size, std::size_t window = 2048, std::
   return r;
 }
 
-DecodeStatus serial(const Buf& in, std::size_t size) {
-  Buf out(size);
-  logic::Lz4SerialCopier copy;
-  return logic::lz4_decode_exact_with(in.data(), in.size(), out.data(), size, copy);
-}
-
 // LZ4 sequences in a block of `src`.
 std::uint64_t count_sequences(const Buf& enc, std::size_t size) {
-  std::size_t ip = 0, op = 0;
-  std::uint64_t n = 0;
-  const std::uint8_t* in = enc.data();
-  for (;;) {
-    logic::Lz4Sequence s;
-    bool last = false;
-    if (logic::lz4_read_sequence(in, enc.size(), &ip, op, size, &s, &last) != DecodeStatus::kOk) return n;
-    ++n;
-    op += s.lit_len + s.match_len;
-    if (last) return n;
-  }
+  DecodeStatus st;
+  return lz4_token_positions(enc, size, &st).size();
 }
 
 // A chunk's bytes as blosc's byte shuffle leaves them (typesize 4): the dense byte planes.
@@ -141,19 +127,9 @@ TEST(Lz4Group, TheWalkReadsNothingPastTheStagedBytes) {
   const Buf enc = c.finish(16);
   const Buf src = liblz4_decode(enc, c.out);
   // every token's input and output position
-  std::vector<std::pair<std::size_t, std::size_t>> tokens;
-  {
-    std::size_t ip = 0, op = 0;
-    const std::uint8_t* in = enc.data();
-    for (;;) {
-      tokens.emplace_back(ip, op);
-      logic::Lz4Sequence s;
-      bool last = false;
-      ASSERT_EQ(logic::lz4_read_sequence(in, enc.size(), &ip, op, src.size(), &s, &last), DecodeStatus::kOk);
-      op += s.lit_len + s.match_len;
-      if (last) break;
-    }
-  }
+  DecodeStatus parsed;
+  const auto tokens = lz4_token_positions(enc, src.size(), &parsed);
+  ASSERT_EQ(parsed, DecodeStatus::kOk);
   // a flat output: every position below the group's start holds its decoded byte and is stored
   struct FlatOut {
     std::uint8_t* o;
@@ -289,7 +265,7 @@ TEST(Lz4Group, DamagedBlocksGiveTheSerialStatus) {
     }
     const std::size_t size = kind == 3 ? src.size() - 1 - rng() % 100 : src.size();
     const Result r = grouped(bad, size, trial % 2 ? 2048 : 40, kDeviceMaxOffset, static_cast<std::uint32_t>(trial));
-    ASSERT_EQ(r.status, serial(bad, size)) << "trial " << trial;
+    ASSERT_EQ(r.status, lz4_serial_status(bad, size)) << "trial " << trial;
     if (r.status == DecodeStatus::kOk) {
       Buf ref(size);
       logic::Lz4SerialCopier copy;

@@ -17,6 +17,7 @@
 #include "codec_test_util.hpp"
 #include "liblz4_block.hpp"
 #include "lz4_craft.hpp"
+#include "lz4_serial.hpp"
 
 namespace cs_codec_test {
 namespace {
@@ -38,12 +39,6 @@ Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
   r.status = logic::lz4_segments_decode_host(src.get(), in.size(), dst.get(), size, window, &r.groups, walk);
   r.bytes.assign(dst.get(), dst.get() + size);
   return r;
-}
-
-DecodeStatus serial(const Buf& in, std::size_t size) {
-  Buf out(size);
-  logic::Lz4SerialCopier copy;
-  return logic::lz4_decode_exact_with(in.data(), in.size(), out.data(), size, copy);
 }
 
 TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
@@ -280,7 +275,7 @@ TEST(Lz4Segments, TableWalkGivesTheSerialStatusOnDamagedBlocks) {
       const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
       expect_same_walk(bad, size, trial % 2 == 0 ? 8192 : logic::kLz4TableWindowMin, "trial " + std::to_string(trial));
       const Result r = segmented(bad, size);
-      ASSERT_EQ(r.status, serial(bad, size)) << "trial " << trial;
+      ASSERT_EQ(r.status, lz4_serial_status(bad, size)) << "trial " << trial;
     }
   }
 }
@@ -293,7 +288,7 @@ TEST(Lz4Segments, DamagedBlocksGetTheSerialStatus) {
     const Buf enc = liblz4_block(src, level);
     for (std::size_t cut = 0; cut < enc.size(); cut += (cut < 64 ? 1 : 89)) {
       const Buf in(enc.begin(), enc.begin() + cut);
-      ASSERT_EQ(segmented(in, src.size()).status, serial(in, src.size())) << "cut " << cut;
+      ASSERT_EQ(segmented(in, src.size()).status, lz4_serial_status(in, src.size())) << "cut " << cut;
     }
     for (int trial = 0; trial < 3000; ++trial) {
       Buf bad = enc;
@@ -301,7 +296,7 @@ TEST(Lz4Segments, DamagedBlocksGetTheSerialStatus) {
       for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
       const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
       const Result r = segmented(bad, size, trial % 2 == 0 ? 8192 : 296);
-      ASSERT_EQ(r.status, serial(bad, size)) << "trial " << trial;
+      ASSERT_EQ(r.status, lz4_serial_status(bad, size)) << "trial " << trial;
       if (r.status == DecodeStatus::kOk) {
         Buf ref(size);
         ASSERT_EQ(LZ4_decompress_safe(reinterpret_cast<const char*>(bad.data()), reinterpret_cast<char*>(ref.data()),
