@@ -94,6 +94,10 @@ def parse_args(argv=None):
                    help="DataLoader workers for the TensorStore baseline (8 beat 16 on the 16-core H100 machine)")
     p.add_argument("--device", default="cuda", help="cuda (default); cpu only for smoke tests without a GPU")
     p.add_argument("--no-channels-last", action="store_true", help="keep NCHW (channels-last is faster for bf16 convs)")
+    p.add_argument("--train-stream", choices=["high", "default"], default="high",
+                   help="high (default): train on a stream of higher priority than the loader's, so that the GPU "
+                        "hands the model's kernels free SMs before the loader's pending blocks; default: the "
+                        "device's default stream (every loader gets the same setting)")
     p.add_argument("--json", default="", help="write the results here")
     p.add_argument("--trace", default="", help="write the cubestream loader's Perfetto trace here")
     p.add_argument("--profile-steps", type=int, default=0,
@@ -536,12 +540,33 @@ def median(xs):
 
 
 def run(a):
-    """Warm-up and measured epochs for one loader; returns the results (rank 0 writes --json)."""
+    """Warm-up and measured epochs for one loader; returns the results (rank 0 writes --json).
+
+    With `--train-stream high` everything of the run (model, optimiser, the loader's hand-over)
+    happens on a stream of the highest priority. The loader's streams have the lowest (CUDA's
+    default), so when its kernels have blocks waiting for SMs (the batch assembly launches one
+    block per patch piece), the GPU's block scheduler still gives SMs that free up to the
+    model's next kernel first. Blocks already running are not preempted."""
     import torch
-    import torch.nn.functional as F
 
     dist = Dist(a.device)
     cuda = dist.device != "cpu"
+    if not (cuda and a.train_stream == "high"):
+        return train(a, dist, cuda, None)
+    # -1 is "high" on every PyTorch version; newer ones map it into the device's range.
+    stream = torch.cuda.Stream(priority=-1)
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        result = train(a, dist, cuda, getattr(stream, "priority", -1))
+    torch.cuda.current_stream().wait_stream(stream)
+    return result
+
+
+def train(a, dist, cuda, stream_priority):
+    """run()'s body, on the current stream."""
+    import torch
+    import torch.nn.functional as F
+
     if cuda:
         # cuDNN picks the fastest convolution algorithms in the first steps (the warm-up epoch);
         # all batches have one shape (drop_last), so it tunes once.
@@ -656,6 +681,7 @@ def run(a):
     m = [r for r in epochs if r["measured"]]
     result = {"loader": a.loader, "mode": "loader-only" if a.loader_only else "train", "grid": a.grid,
               "batch_size": a.batch_size, "world_size": dist.world, "ddp_grads": a.ddp_grads,
+              "train_stream_priority": stream_priority,
               "threads": getattr(source, "threads", None), "variables": a.variables,
               "device": torch.cuda.get_device_name(dist.local_rank) if cuda else "cpu",
               "bytes_per_sample": per_sample_bytes, "batches_per_epoch": len(source),
@@ -704,7 +730,8 @@ def where_time_went(epoch):
         share = ""
         if st.get("decode_path", "cpu").startswith("gpu"):
             share = (f"; {st.get('units_host_decoded', 0)} of the GPU's chunks decoded by host threads "
-                     f"(share now {st.get('host_decode_share', 0):.2f})")
+                     f"(share now {st.get('host_decode_share', 0):.2f}), "
+                     f"{st.get('batches_built_on_host', 0)} batches built whole on the host")
         lines.append(f"  loader ({st.get('decode_path', '?')} decode), busy thread-seconds: {stages}{share}")
         lines.append(f"  loader bytes: {st.get('bytes_fetched', 0) / 1e6:.1f} MB read (compressed), "
                      f"{st.get('bytes_decoded', 0) / 1e6:.1f} MB decoded, {st.get('bytes_delivered', 0) / 1e6:.1f} MB delivered; "

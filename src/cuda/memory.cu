@@ -53,8 +53,15 @@ void free_device(void* p, int device) noexcept {
 
 void* create_stream(int device) {
   use(device);
+  // The lowest priority the device has (numerically the largest; CUDA's default, 0, on every
+  // GPU so far, stated here so that it stays so): the loader's kernels run beside a model, and
+  // a consumer that trains on a stream of higher priority gets free SMs before the loader's
+  // pending thread blocks (cudaStreamCreateWithPriority: priorities order the scheduling of
+  // pending work only; running blocks are not preempted).
+  int least = 0, greatest = 0;
+  CS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaStream_t s = nullptr;
-  CS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CS_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, least));
   return s;
 }
 

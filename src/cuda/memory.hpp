@@ -20,7 +20,7 @@ void free_pinned(void* p) noexcept;
 void* alloc_device(std::size_t bytes, int device);
 void free_device(void* p, int device) noexcept;
 
-void* create_stream(int device);                 // a non-blocking stream
+void* create_stream(int device);                 // a non-blocking stream of the lowest priority
 void destroy_stream(void* stream, int device) noexcept;
 void* create_event(int device);                  // timing disabled: cheapest to record and wait on
 void destroy_event(void* event, int device) noexcept;
