@@ -120,7 +120,10 @@ struct LoaderConfig {
   // that idle host cores take work off a GPU that also trains. In [0, 1]: that share; below
   // 0 (the default): adaptive, from 0, moved per batch so that the host's fetch work fills
   // about 55-80% of the producer's cycle, and only down while the consumer waits for batches
-  // more than half of it (see pipeline/host_decode_share.hpp).
+  // more than half of it (see pipeline/host_decode_share.hpp). While the adaptive share stands
+  // at 1 the host decodes everything, and batches are then built whole on the host (assembled
+  // there and copied finished, as with kCpu), which leaves the training GPU only one copy a
+  // batch; CUBESTREAM_HOST_BATCHES=off keeps them on the GPU stage.
   // CUBESTREAM_HOST_DECODE_SHARE=auto|x overrides it. decode kGpu allows only 0 (or below).
   double host_decode_share = -1;
   // Device memory for decoded units kept between batches (GPU decode only).
@@ -192,6 +195,9 @@ struct LoaderStats {
   std::uint64_t units_gpu_fallback = 0;  // units the GPU left to the host decoder
   std::uint64_t units_host_decoded = 0;  // GPU-decodable units the fetch threads decoded
   double host_decode_share = 0;          // the share used for the last batch (1 on the CPU path)
+  // Batches decoded, assembled and copied whole by the host: every batch on the CPU path; on
+  // the GPU path those built while the adaptive share stood at 1 (see host_decode_share).
+  std::uint64_t batches_built_on_host = 0;
   std::uint64_t units_hinted = 0;        // units whose reads were hinted ahead to their store
                                          // (LoaderConfig::readahead_batches)
   // GPU path: pinned staging buffers allocated or freed (arenas growing, meta buffers), and

@@ -33,7 +33,13 @@ With ``decode="auto"`` the fetch threads also decode a share of the GPU's chunks
 when they have time to spare (``host_decode_share``: ``None`` adapts it batch by batch so that
 host cores that would idle take decode work off a GPU that is also training, and gives the
 GPU everything while the consumer itself waits for batches; a number in [0, 1] fixes it;
-those chunks cross PCIe decoded). ``stats()`` reports the share in use.
+those chunks cross PCIe decoded). While the adaptive share stands at 1 (the host keeps up
+with all of the decoding) batches are built whole on the host, as with ``decode="cpu"``, and
+reach the GPU in one copy; ``stats()`` reports the share in use and ``batches_built_on_host``.
+
+The loader's CUDA streams have the device's lowest priority. A training loop that runs on a
+stream of higher priority (``torch.cuda.Stream(priority=-1)``) gets free SMs before the
+loader's pending thread blocks (blocks already running are not preempted).
 
 While a batch is fetched, the loader tells the store which chunks the next
 ``readahead_batches`` batches (default 1; 0 turns it off) will read and no cache holds; a

@@ -5,8 +5,10 @@
 
 namespace cubestream::pipeline {
 
-HostDecodeShare::HostDecodeShare(double fixed)
-    : adaptive_(fixed < 0 || std::isnan(fixed)), share_(adaptive_ ? 0.0 : std::min(fixed, 1.0)) {}
+HostDecodeShare::HostDecodeShare(double fixed, bool whole_batches)
+    : adaptive_(fixed < 0 || std::isnan(fixed)),
+      whole_batches_(whole_batches),
+      fixed_(adaptive_ ? 0.0 : std::min(fixed, 1.0)) {}
 
 void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std::int64_t consumer_wait_ns) {
   if (!adaptive_ || cycle_ns <= 0 || fetch_ns < 0) return;
@@ -26,8 +28,16 @@ void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std:
   if (seen_ < 2) return;   // one batch says little (first reads, cold threads)
   const double ratio = w_ / c_;
   const bool starving = q_ > kStarving * c_;
-  if (ratio > kHigh || (starving && share_ > 0)) share_ = std::max(0.0, share_ - kStep);
-  else if (ratio < kLow && !starving) share_ = std::min(1.0, share_ + kStep);
+  steps_ = next_steps(steps_, ratio, starving, whole_batches_);
+}
+
+int HostDecodeShare::next_steps(int steps, double ratio, bool starving, bool whole_batches) {
+  const bool whole = whole_batches && steps == kSteps;
+  const double high = whole ? kWholeHigh : kHigh;
+  const double low = whole_batches && steps == kSteps - 1 ? kHigh : kLow;
+  if (ratio > high || (starving && steps > 0)) return std::max(0, steps - 1);
+  if (ratio < low && !starving) return std::min(kSteps, steps + 1);
+  return steps;
 }
 
 bool HostDecodeShare::picks(std::size_t j, std::size_t n, double share) {

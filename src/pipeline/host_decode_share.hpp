@@ -37,29 +37,56 @@ class HostDecodeShare {
  public:
   // Target band of W / C (see above) and the step per batch outside it.
   static constexpr double kLow = 0.55, kHigh = 0.80, kStep = 0.05;
+  // Whole batches on the host (see whole_batches_on_host) leave the GPU only their copy, so
+  // they are where the share should be whenever the host keeps up with them: they step down
+  // only above kWholeHigh (the host's build is nearly the cycle), and the step up to them
+  // from 1 - kStep needs W / C below kHigh only. With the plain band a build over 80 % of
+  // the cycle sent the share to 0.95, where W / C sat inside the band and the share stayed
+  // (H100 U-Net runs: 184-185 samples/s there against 188 with whole batches).
+  static constexpr double kWholeHigh = 0.95;
   // Fraction of the cycle the consumer waits for batches above which it is starving.
   static constexpr double kStarving = 0.5;
 
   // fixed in [0, 1]: that share always. fixed < 0: adaptive, starting at 0 (everything on the
-  // GPU until the clocks say the host has room).
-  explicit HostDecodeShare(double fixed);
+  // GPU until the clocks say the host has room). whole_batches: the loader builds batches
+  // whole on the host while an adaptive share stands at 1.
+  explicit HostDecodeShare(double fixed, bool whole_batches = false);
 
   bool adaptive() const { return adaptive_; }
-  double share() const { return share_; }
+  double share() const { return adaptive_ ? static_cast<double>(steps_) * kStep : fixed_; }
 
   // One batch's fetch took fetch_ns; cycle_ns is the time from its fetch start to the next
   // batch's fetch start (0 or less: unknown, e.g. after an epoch restart; ignored);
   // consumer_wait_ns is how long the consumer waited for batches within that cycle.
   void observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std::int64_t consumer_wait_ns = 0);
 
+  // Whether the next batch is built whole on the host (decoded, assembled and copied as the
+  // finished batch, the CPU path) instead of going through the GPU stage with every unit
+  // decoded on the host: with whole_batches, an adaptive share that has risen to 1 (the host
+  // has kept up with all of the decoding). A fixed share of 1 keeps its meaning (the GPU
+  // assembles host-decoded units), so it can still be chosen and tested on its own.
+  bool whole_batches_on_host() const { return adaptive_ && whole_batches_ && steps_ == kSteps; }
+
   // Whether unit j of the n GPU-decodable units of a batch is decoded on the host at this
   // share: round(share * n) of them, spread evenly over the batch so that the pool's threads
   // get a mix of long (decode) and short (copy) tasks.
   static bool picks(std::size_t j, std::size_t n, double share);
 
+  // The adaptive share moves in whole steps of kStep, 0..kSteps (1 is reached exactly however
+  // often it moved).
+  static constexpr int kSteps = 20;
+  // One move of the adaptive share, in steps, from the smoothed W / C and whether the
+  // consumer is starving (the rules above; whole_batches: the loader builds whole batches on
+  // the host at kSteps).
+  static int next_steps(int steps, double ratio, bool starving, bool whole_batches);
+
  private:
   bool adaptive_;
-  double share_;
+  bool whole_batches_;
+  // The adaptive share in steps; the fixed share as given (clamped to 1).
+  static_assert(kSteps * kStep > 0.999 && kSteps * kStep < 1.001, "kSteps steps of kStep make 1");
+  int steps_ = 0;
+  double fixed_ = 0;
   double w_ = 0, c_ = 0, q_ = 0;   // smoothed fetch, cycle and consumer wait times (ns)
   int seen_ = 0;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -129,7 +130,8 @@ struct Loader::Impl {
   bool take_prefetch_slot(Flights& flights);
   void publish(Entry&& e);
   Batch build(const EpochPlan& plan, std::int64_t index);
-  Pending launch_on_gpu(const EpochPlan& plan, std::int64_t index, pipeline::GpuStage::FlightPtr flight);
+  double observe_share(std::int64_t cycle_start);
+  Pending launch_on_gpu(const EpochPlan& plan, std::int64_t index, pipeline::GpuStage::FlightPtr flight, double share);
   void finish_on_gpu(Pending& p);
   void finish_batch(Batch& b, std::int64_t tb0);
   // [n, steps, channels, sample dims...]: the shape of a batch tensor.
@@ -177,7 +179,7 @@ struct Loader::Impl {
   // Statistics.
   std::atomic<std::uint64_t> st_batches{0}, st_samples{0}, st_units{0}, st_missing{0}, st_hits{0}, st_fetched{0},
       st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0}, st_host_chosen{0},
-      st_pinned_calls{0};
+      st_pinned_calls{0}, st_host_built{0};
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0}, ns_pinned{0};
   // Consumer waits that began with the GPU through the consumer's own work (next()), never
   // reset: the host decode share's input.
@@ -316,12 +318,32 @@ void Loader::Impl::setup_gpu_decode() {
     if (share > 0) refuse("host_decode_share > 0 needs decode=auto (decode=gpu decodes everything on the GPU)");
     share = 0;
   }
-  host_share.emplace(share);
+  // Whole batches on the host while an adaptive share stands at 1 (see produce()).
+  bool host_batches = share < 0 || std::isnan(share);
+  if (const char* env = std::getenv("CUBESTREAM_HOST_BATCHES")) {
+    const std::string v = env;
+    if (v == "off") host_batches = false;
+    else if (v != "on") refuse("CUBESTREAM_HOST_BATCHES must be on or off, not '" + v + "'");
+  }
   gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, *budget, cache, /*gpu_zstd=*/true,
                                              kGpuMaxInFlight);
   // Batches assembled on the GPU have no host batch buffers: the host memory of this path is
   // the pinned staging of the batches in flight, charged as the GPU stage allocates it.
   budget->release(static_cast<std::uint64_t>(cfg.prefetch + 1) * batch_bytes);
+  if (host_batches) {
+    // Batches built on the host need pinned batch buffers: two (one filled while the other's
+    // copy runs; build() gives each back once its copy is queued). Pinned now, before
+    // training starts: pinning ~100s of MB takes tens of ms and stalls other threads' CUDA
+    // calls, which in the middle of training would lengthen a step.
+    constexpr int kHostBatchBuffers = 2;
+    host_batches = budget->try_acquire(kHostBatchBuffers * static_cast<std::uint64_t>(batch_bytes));
+    if (host_batches) {
+      pipeline::PoolBlock blocks[kHostBatchBuffers];
+      for (auto& b : blocks) b = host_pool->take();
+      for (auto& b : blocks) host_pool->give_back(b);
+    }
+  }
+  host_share.emplace(share, host_batches);
   decode_path = host_decoded.empty() ? "gpu" : "gpu (host-decoded: " + host_decoded + ")";
 }
 
@@ -403,11 +425,30 @@ void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
       for (; batch < plan.len(); ++batch) {
         if (!take_prefetch_slot(flights)) return;
         if (gpu) {
-          pipeline::GpuStage::FlightPtr f;
-          while (!(f = gpu->open())) {
-            if (!flights.retire_oldest()) throw Error(ErrorCode::kInternal, "loader: no staging slot and no batch in flight");
+          const std::int64_t cycle_start = pipeline::now_ns();
+          const double share = observe_share(cycle_start);
+          if (host_share->whole_batches_on_host()) {
+            // The CPU path's batch (decode, assemble, one copy of the finished batch), handed
+            // over in order behind the GPU batches in flight. At an adaptive share of 1 the
+            // host decodes every unit anyway; assembling there too leaves the training GPU
+            // only the batch's copy, on its own copy engine, where the GPU stage would copy
+            // every decoded unit up (2-3x the batch's bytes for float32 chunks cut to bf16
+            // patches) and run the assembly kernel beside the model. The build's host time
+            // counts as the batch's fetch, so the share steps down, and batches go back to
+            // the GPU stage, when that work sets the pace (HostDecodeShare::kWholeHigh).
+            Pending p;
+            p.entry.batch = build(plan, batch);
+            p.entry.epoch = epoch;
+            last_fetch_ns = pipeline::now_ns() - cycle_start;
+            ++st_host_built;
+            flights.push(std::move(p));
+          } else {
+            pipeline::GpuStage::FlightPtr f;
+            while (!(f = gpu->open())) {
+              if (!flights.retire_oldest()) throw Error(ErrorCode::kInternal, "loader: no staging slot and no batch in flight");
+            }
+            flights.push(launch_on_gpu(plan, batch, std::move(f), share));
           }
-          flights.push(launch_on_gpu(plan, batch, std::move(f)));
           flights.retire_done();
         } else {
           Entry e;
@@ -628,10 +669,23 @@ void Loader::Impl::finish_batch(Batch& b, std::int64_t tb0) {
   if (trace.enabled()) trace.record("batch", tb0, pipeline::now_ns(), "batch " + std::to_string(b.index));
 }
 
+// The GPU path's host decode share for the next batch, after observing the last one: its host
+// time (last_fetch_ns: the fetch, or the whole build of a batch built on the host), the cycle
+// from its start to `cycle_start`, and the consumer's starving wait meanwhile (see next()).
+double Loader::Impl::observe_share(std::int64_t cycle_start) {
+  const std::int64_t waited = ns_wait_starving.load();
+  if (last_fetch_start) host_share->observe(last_fetch_ns, cycle_start - last_fetch_start, waited - last_wait_total);
+  last_wait_total = waited;
+  last_fetch_start = cycle_start;
+  const double share = host_share->share();
+  host_share_now = share;
+  return share;
+}
+
 // The GPU-native path, first half: plan, fetch into the flight's staging slot, launch the
 // copy and the decoders. Returns without waiting for the GPU.
 Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::int64_t index,
-                                                  pipeline::GpuStage::FlightPtr flight) {
+                                                  pipeline::GpuStage::FlightPtr flight, double share) {
   Pending p;
   p.tb0 = pipeline::now_ns();
   p.flight = std::move(flight);
@@ -650,12 +704,6 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
     trace.record("plan", p.tb0, t1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
   pipeline::GpuStageStats gs;
-  // The consumer's starving wait since the last observation (see next()).
-  const std::int64_t waited = ns_wait_starving.load();
-  if (last_fetch_start) host_share->observe(last_fetch_ns, t1 - last_fetch_start, waited - last_wait_total);
-  last_wait_total = waited;
-  const double share = host_share->share();
-  host_share_now = share;
   {
     pipeline::NvtxRange r("cubestream gpu fetch");
     // Staging sized for decoded units wherever the host may decode some (an adaptive share
@@ -664,7 +712,6 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
                host_share->adaptive() || share > 0, gs);
   }
   const std::int64_t t2 = pipeline::now_ns();
-  last_fetch_start = t1;
   last_fetch_ns = t2 - t1;
   {
     pipeline::NvtxRange r("cubestream gpu launch");
@@ -857,6 +904,7 @@ LoaderStats Loader::stats() const {
   s.units_gpu_fallback = m.st_gpu_fallback;
   s.units_host_decoded = m.st_host_chosen;
   s.host_decode_share = m.gpu ? m.host_share_now.load() : 1.0;
+  s.batches_built_on_host = m.gpu ? m.st_host_built.load() : m.st_batches.load();
   s.staging_pinned_calls = m.st_pinned_calls;
   s.staging_pinned_s = static_cast<double>(m.ns_pinned.load()) / 1e9;
   s.decode_path = m.decode_path;
@@ -867,7 +915,8 @@ LoaderStats Loader::stats() const {
 void Loader::reset_stats() {
   Impl& m = *impl_;
   for (auto* c : {&m.st_batches, &m.st_samples, &m.st_units, &m.st_missing, &m.st_hits, &m.st_fetched, &m.st_decoded,
-                  &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback, &m.st_host_chosen, &m.st_pinned_calls})
+                  &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback, &m.st_host_chosen, &m.st_pinned_calls,
+                  &m.st_host_built})
     *c = 0;
   for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait, &m.ns_pinned}) *c = 0;
   m.stats_origin = pipeline::now_ns();

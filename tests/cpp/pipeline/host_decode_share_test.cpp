@@ -125,6 +125,76 @@ TEST(HostDecodeShare, AdaptiveSettlesInTheBandOnAModelOfTheTwoResources) {
   EXPECT_LE(host_ms / cycle_ms, HostDecodeShare::kHigh + 0.1);
 }
 
+TEST(HostDecodeShare, WholeBatchesGoToTheHostOnlyAtAnAdaptiveShareOfOne) {
+  // A fixed share of 1 keeps the GPU stage (the GPU assembles); so does an adaptive one
+  // without whole batches.
+  HostDecodeShare fixed(1.0, true);
+  EXPECT_FALSE(fixed.whole_batches_on_host());
+  HostDecodeShare without(-1, false);
+  for (int i = 0; i < 40; ++i) without.observe(10'000'000, 80'000'000);
+  EXPECT_DOUBLE_EQ(without.share(), 1.0);
+  EXPECT_FALSE(without.whole_batches_on_host());
+  // With them: whole batches once the share has climbed to 1, not before.
+  HostDecodeShare s(-1, true);
+  int whole = 0;
+  for (int i = 0; i < 40; ++i) {
+    whole += s.whole_batches_on_host();
+    s.observe(10'000'000, 80'000'000);
+  }
+  EXPECT_TRUE(s.whole_batches_on_host());
+  EXPECT_GT(whole, 10);
+  EXPECT_LT(whole, 40);
+}
+
+TEST(HostDecodeShare, WholeBatchesStayWhileTheHostKeepsUpAndLeaveWhenItSetsThePace) {
+  HostDecodeShare s(-1, true), gpu_stage(-1, false);
+  for (int i = 0; i < 40; ++i) {
+    s.observe(10'000'000, 80'000'000);
+    gpu_stage.observe(10'000'000, 80'000'000);
+  }
+  ASSERT_TRUE(s.whole_batches_on_host());
+  // A build (decode and assembly) takes 85 % of the cycle: above kHigh, below kWholeHigh.
+  // Whole batches stay; the GPU stage's share at 1 steps down at the same ratio.
+  for (int i = 0; i < 30; ++i) {
+    s.observe(68'000'000, 80'000'000);
+    gpu_stage.observe(68'000'000, 80'000'000);
+  }
+  EXPECT_TRUE(s.whole_batches_on_host());
+  EXPECT_LT(gpu_stage.share(), 1.0);
+  // The host sets the pace (the cycle is the build): back to the GPU stage, step by step.
+  for (int i = 0; i < 3; ++i) s.observe(80'000'000, 80'000'000);
+  EXPECT_FALSE(s.whole_batches_on_host());
+  EXPECT_LT(s.share(), 1.0);
+  // A starving consumer also takes them back, whatever W / C says.
+  HostDecodeShare t(-1, true);
+  for (int i = 0; i < 40; ++i) t.observe(10'000'000, 80'000'000);
+  ASSERT_TRUE(t.whole_batches_on_host());
+  for (int i = 0; i < 5; ++i) t.observe(10'000'000, 80'000'000, 70'000'000);
+  EXPECT_FALSE(t.whole_batches_on_host());
+}
+
+TEST(HostDecodeShare, StepRulesWithAndWithoutWholeBatches) {
+  constexpr int top = HostDecodeShare::kSteps;
+  for (const bool whole : {false, true}) {
+    // Below the band: up; inside: stay; above: down; starving: down, never up.
+    EXPECT_EQ(HostDecodeShare::next_steps(10, 0.30, false, whole), 11);
+    EXPECT_EQ(HostDecodeShare::next_steps(10, 0.70, false, whole), 10);
+    EXPECT_EQ(HostDecodeShare::next_steps(10, 0.85, false, whole), 9);
+    EXPECT_EQ(HostDecodeShare::next_steps(10, 0.30, true, whole), 9);
+    EXPECT_EQ(HostDecodeShare::next_steps(0, 0.30, true, whole), 0);
+    EXPECT_EQ(HostDecodeShare::next_steps(top - 2, 0.70, false, whole), top - 2);
+    EXPECT_EQ(HostDecodeShare::next_steps(top, 0.30, false, whole), top);
+    EXPECT_EQ(HostDecodeShare::next_steps(top, 0.99, false, whole), top - 1);
+    EXPECT_EQ(HostDecodeShare::next_steps(top, 0.30, true, whole), top - 1);
+  }
+  // Whole batches: the last step up needs W / C below kHigh only, and they stay up to kWholeHigh.
+  EXPECT_EQ(HostDecodeShare::next_steps(top - 1, 0.70, false, true), top);
+  EXPECT_EQ(HostDecodeShare::next_steps(top - 1, 0.70, false, false), top - 1);
+  EXPECT_EQ(HostDecodeShare::next_steps(top - 1, 0.85, false, true), top - 2);
+  EXPECT_EQ(HostDecodeShare::next_steps(top, 0.90, false, true), top);
+  EXPECT_EQ(HostDecodeShare::next_steps(top, 0.90, false, false), top - 1);
+}
+
 TEST(HostDecodeShare, UnknownCyclesAreIgnored) {
   HostDecodeShare s(-1);
   for (int i = 0; i < 20; ++i) s.observe(1'000'000, 0);

@@ -4,9 +4,12 @@
 // stream). Skipped where no CUDA device is visible; built everywhere.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "cubestream/error.hpp"
 #include "cubestream/loader.hpp"
@@ -212,6 +215,67 @@ TEST(LoaderCuda, HostDecodeShareGivesTheSameBatches) {
   g.decode = DecodeBackend::kGpu;
   g.host_decode_share = 0.5;
   EXPECT_THROW(Loader(ConcatenatedTime(Dataset::open(open_store(demo))), g), Error);
+}
+
+// The adaptive share climbs to 1 under a consumer slower than the host (here: a sleep per
+// batch, as a training step would be); batches are then built whole on the host. Over many
+// epochs, GPU-stage batches and host-built ones alike equal the CPU loader's, bit for bit;
+// with CUBESTREAM_HOST_BATCHES=off the share still reaches 1 but every batch stays on the
+// GPU stage.
+TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const std::string demo = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
+  for (const bool host_batches : {true, false}) {
+    if (host_batches) {
+      unsetenv("CUBESTREAM_HOST_BATCHES");
+    } else {
+      setenv("CUBESTREAM_HOST_BATCHES", "off", 1);
+    }
+    LoaderConfig c;
+    c.selection.variables = {"tas", "uas", "vas"};
+    c.sampler.window = ForecastWindow{"time", {0}, {1}};
+    c.sampler.patch = {{"lat", 40}, {"lon", 64}};
+    c.sampler.shuffle = ShuffleMode::kSample;
+    c.sampler.batch_size = 2;
+    c.dtype = OutputDType::kBFloat16;
+    c.device = DeviceKind::kCuda;
+    c.host_decode_share = -1;   // adaptive
+    LoaderConfig h = c;
+    h.decode = DecodeBackend::kCpu;
+    Loader gpu(ConcatenatedTime(Dataset::open(open_store(demo))), c);
+    Loader host(ConcatenatedTime(Dataset::open(open_store(demo))), h);
+    unsetenv("CUBESTREAM_HOST_BATCHES");
+    const std::string what = host_batches ? "host batches on" : "host batches off";
+    std::int64_t batches = 0;
+    std::uint64_t built_before_last = 0;
+    for (int epoch = 0; epoch < 16; ++epoch) {
+      for (;;) {
+        auto a = host.next();
+        auto b = gpu.next();
+        ASSERT_EQ(a.has_value(), b.has_value()) << what << " epoch " << epoch;
+        if (!a) break;
+        a->synchronize();
+        b->synchronize();
+        ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << what << " batch " << batches;
+        ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << what << " batch " << batches;
+        ++batches;
+        std::this_thread::sleep_for(std::chrono::milliseconds(4));
+      }
+      if (epoch == 14) built_before_last = gpu.stats().batches_built_on_host;
+    }
+    const LoaderStats st = gpu.stats();
+    EXPECT_GT(batches, 60) << what;
+    EXPECT_EQ(st.units_gpu_fallback, 0u);
+    EXPECT_DOUBLE_EQ(st.host_decode_share, 1.0) << what;
+    if (host_batches) {
+      // Once there, it stays (the host's work is far below the consumer's cycle).
+      EXPECT_GT(st.batches_built_on_host, 20u);
+      EXPECT_GT(st.batches_built_on_host, built_before_last);
+      EXPECT_GT(st.units_gpu_decoded, 0u);   // the first batches, before the share climbed
+    } else {
+      EXPECT_EQ(st.batches_built_on_host, 0u);
+    }
+  }
 }
 
 }  // namespace
