@@ -94,10 +94,12 @@ def parse_args(argv=None):
                    help="DataLoader workers for the TensorStore baseline (8 beat 16 on the 16-core H100 machine)")
     p.add_argument("--device", default="cuda", help="cuda (default); cpu only for smoke tests without a GPU")
     p.add_argument("--no-channels-last", action="store_true", help="keep NCHW (channels-last is faster for bf16 convs)")
-    p.add_argument("--train-stream", choices=["high", "default"], default="high",
-                   help="high (default): train on a stream of higher priority than the loader's, so that the GPU "
-                        "hands the model's kernels free SMs before the loader's pending blocks; default: the "
-                        "device's default stream (every loader gets the same setting)")
+    p.add_argument("--train-stream", choices=["auto", "high", "default"], default="auto",
+                   help="high: train on a stream of higher priority than the loader's, so that the GPU hands the "
+                        "model's kernels free SMs before the loader's pending blocks; default: the device's default "
+                        "stream; auto (default): high on one GPU, default with several ranks (whose NCCL streams keep the "
+                        "default priority and would then yield to the backward pass: not measured). Every loader "
+                        "gets the same setting")
     p.add_argument("--json", default="", help="write the results here")
     p.add_argument("--trace", default="", help="write the cubestream loader's Perfetto trace here")
     p.add_argument("--profile-steps", type=int, default=0,
@@ -542,16 +544,18 @@ def median(xs):
 def run(a):
     """Warm-up and measured epochs for one loader; returns the results (rank 0 writes --json).
 
-    With `--train-stream high` everything of the run (model, optimiser, the loader's hand-over)
-    happens on a stream of the highest priority. The loader's streams have the lowest (CUDA's
-    default), so when its kernels have blocks waiting for SMs (the batch assembly launches one
-    block per patch piece), the GPU's block scheduler still gives SMs that free up to the
-    model's next kernel first. Blocks already running are not preempted."""
+    With `--train-stream high` (and `auto` on one GPU) everything of the run (model, optimiser,
+    the loader's hand-over) happens on a stream of higher priority than the loader's, which
+    have the lowest (CUDA's default): when the loader's kernels have blocks waiting for SMs (the
+    batch assembly launches one block per patch piece), the GPU's block scheduler still gives
+    SMs that free up to the model's next kernel first. Blocks already running are not
+    preempted."""
     import torch
 
     dist = Dist(a.device)
     cuda = dist.device != "cpu"
-    if not (cuda and a.train_stream == "high"):
+    high = a.train_stream == "high" or (a.train_stream == "auto" and dist.world == 1)
+    if not (cuda and high):
         return train(a, dist, cuda, None)
     # -1 is "high" on every PyTorch version; newer ones map it into the device's range.
     stream = torch.cuda.Stream(priority=-1)

@@ -193,10 +193,12 @@ struct LoaderStats {
   std::uint64_t cache_bytes = 0;         // held by the cache now
   std::uint64_t units_gpu_decoded = 0;   // units decoded by the GPU decoders
   std::uint64_t units_gpu_fallback = 0;  // units the GPU left to the host decoder
-  std::uint64_t units_host_decoded = 0;  // GPU-decodable units the fetch threads decoded
+  std::uint64_t units_host_decoded = 0;  // GPU path: units decoded on the host, the share's
+                                         // picks and every unit of batches built on the host
   double host_decode_share = 0;          // the share used for the last batch (1 on the CPU path)
-  // Batches decoded, assembled and copied whole by the host: every batch on the CPU path; on
-  // the GPU path those built while the adaptive share stood at 1 (see host_decode_share).
+  // Batches decoded and assembled whole by the host, counted when built (prefetched ones
+  // too): every batch on the CPU path; on the GPU path those built while the adaptive share
+  // stood at 1 (see host_decode_share).
   std::uint64_t batches_built_on_host = 0;
   std::uint64_t units_hinted = 0;        // units whose reads were hinted ahead to their store
                                          // (LoaderConfig::readahead_batches)

@@ -21,8 +21,10 @@ PoolBlock BufferPool::take() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!free_.empty()) {
-      PoolBlock b = free_.back();
-      free_.pop_back();
+      // The longest idle first: its event (the end of its last copy, or the consumer's last
+      // use) is the likeliest to have passed, so the host or the GPU waits least on it.
+      PoolBlock b = free_.front();
+      free_.erase(free_.begin());
       return b;
     }
   }
@@ -111,8 +113,13 @@ TensorStorage::~TensorStorage() {
   if (!pool) return;
   if (pool->kind() == pipeline::MemoryKind::kDevice) {
     // Work the consumer queued on its stream may still read this buffer: mark the point
-    // after it, so that the next copy into the buffer waits for it on the GPU.
+    // after it, so that the next copy into the buffer waits for it on the GPU. A buffer the
+    // consumer never took on a stream (dropped unread, or read without one) has no such
+    // point, and the loader's write into it may still run: wait for that write here, since
+    // the next writer may be another of the loader's streams (the GPU stage's assembly or
+    // the copy of a batch built on the host).
     try {
+      if (!consumer_stream_known && written) cuda::event_synchronize(written.get());
       if (!block.event) block.event = cuda::create_event(device_index);
       cuda::record_event(block.event, consumer_stream_known ? consumer_stream : nullptr, device_index);
       block.event_pending = true;

@@ -75,6 +75,9 @@ struct TensorStorage {
   // after work queued there so far has finished.
   void* consumer_stream = nullptr;
   bool consumer_stream_known = false;
+  // Device buffers: the event recorded after the loader's write into this buffer (the
+  // batch's ready event), which a release without a consumer stream waits for.
+  std::shared_ptr<void> written;
   std::shared_ptr<pipeline::BufferPool> pool;
   ~TensorStorage();
 };

@@ -42,7 +42,10 @@ class HostDecodeShare {
   // only above kWholeHigh (the host's build is nearly the cycle), and the step up to them
   // from 1 - kStep needs W / C below kHigh only. With the plain band a build over 80 % of
   // the cycle sent the share to 0.95, where W / C sat inside the band and the share stayed
-  // (H100 U-Net runs: 184-185 samples/s there against 188 with whole batches).
+  // (H100 U-Net runs: 184-185 samples/s there against 188 with whole batches). At 1 - kStep
+  // there is then no band to rest in (up below kHigh, down above it), and W differs between
+  // the two (a whole batch's includes its assembly), so the share may move between 1 - kStep
+  // and 1 batch by batch where a whole batch's host time is near kWholeHigh of the cycle.
   static constexpr double kWholeHigh = 0.95;
   // Fraction of the cycle the consumer waits for batches above which it is starving.
   static constexpr double kStarving = 0.5;
@@ -66,6 +69,9 @@ class HostDecodeShare {
   // has kept up with all of the decoding). A fixed share of 1 keeps its meaning (the GPU
   // assembles host-decoded units), so it can still be chosen and tested on its own.
   bool whole_batches_on_host() const { return adaptive_ && whole_batches_ && steps_ == kSteps; }
+  // The loader cannot build whole batches after all (no memory for their buffers): the share
+  // moves by the plain band from now on.
+  void disable_whole_batches() { whole_batches_ = false; }
 
   // Whether unit j of the n GPU-decodable units of a batch is decoded on the host at this
   // share: round(share * n) of them, spread evenly over the batch so that the pool's threads

@@ -131,6 +131,7 @@ struct Loader::Impl {
   void publish(Entry&& e);
   Batch build(const EpochPlan& plan, std::int64_t index);
   double observe_share(std::int64_t cycle_start);
+  bool host_batch_has_room();
   Pending launch_on_gpu(const EpochPlan& plan, std::int64_t index, pipeline::GpuStage::FlightPtr flight, double share);
   void finish_on_gpu(Pending& p);
   void finish_batch(Batch& b, std::int64_t tb0);
@@ -163,6 +164,13 @@ struct Loader::Impl {
   std::optional<pipeline::HostDecodeShare> host_share;
   std::atomic<double> host_share_now{0.0};
   std::int64_t last_fetch_start = 0, last_fetch_ns = 0, last_wait_total = 0;
+  // Whole batches on the host (GPU path, see produce()): whether their two pinned batch
+  // buffers are charged and pinned yet (at the first such batch; where the memory limit has
+  // no room for them, the share stops offering whole batches), and how long build() last
+  // waited for a pinned buffer's previous copy (left out of the batch's host time).
+  enum class HostBatchBuffers { kNotYet, kPinned, kRefused } host_batch_buffers = HostBatchBuffers::kNotYet;
+  bool alternate_host_batches = false;   // CUBESTREAM_HOST_BATCHES=alternate (tests)
+  std::int64_t last_buffer_wait_ns = 0;
   std::string decode_path = "cpu";
 
   // Producer state.
@@ -319,30 +327,20 @@ void Loader::Impl::setup_gpu_decode() {
     share = 0;
   }
   // Whole batches on the host while an adaptive share stands at 1 (see produce()).
+  // CUBESTREAM_HOST_BATCHES=off: never; =alternate: every other batch whatever the share (for
+  // tests: host-built and GPU-stage batches interleaved, sharing the device batch buffers).
   bool host_batches = share < 0 || std::isnan(share);
   if (const char* env = std::getenv("CUBESTREAM_HOST_BATCHES")) {
     const std::string v = env;
     if (v == "off") host_batches = false;
-    else if (v != "on") refuse("CUBESTREAM_HOST_BATCHES must be on or off, not '" + v + "'");
+    else if (v == "alternate") alternate_host_batches = true;
+    else if (v != "on") refuse("CUBESTREAM_HOST_BATCHES must be on, off or alternate, not '" + v + "'");
   }
   gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, *budget, cache, /*gpu_zstd=*/true,
                                              kGpuMaxInFlight);
   // Batches assembled on the GPU have no host batch buffers: the host memory of this path is
   // the pinned staging of the batches in flight, charged as the GPU stage allocates it.
   budget->release(static_cast<std::uint64_t>(cfg.prefetch + 1) * batch_bytes);
-  if (host_batches) {
-    // Batches built on the host need pinned batch buffers: two (one filled while the other's
-    // copy runs; build() gives each back once its copy is queued). Pinned now, before
-    // training starts: pinning ~100s of MB takes tens of ms and stalls other threads' CUDA
-    // calls, which in the middle of training would lengthen a step.
-    constexpr int kHostBatchBuffers = 2;
-    host_batches = budget->try_acquire(kHostBatchBuffers * static_cast<std::uint64_t>(batch_bytes));
-    if (host_batches) {
-      pipeline::PoolBlock blocks[kHostBatchBuffers];
-      for (auto& b : blocks) b = host_pool->take();
-      for (auto& b : blocks) host_pool->give_back(b);
-    }
-  }
   host_share.emplace(share, host_batches);
   decode_path = host_decoded.empty() ? "gpu" : "gpu (host-decoded: " + host_decoded + ")";
 }
@@ -427,7 +425,8 @@ void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
         if (gpu) {
           const std::int64_t cycle_start = pipeline::now_ns();
           const double share = observe_share(cycle_start);
-          if (host_share->whole_batches_on_host()) {
+          const bool whole = alternate_host_batches ? batch % 2 == 1 : host_share->whole_batches_on_host();
+          if (whole && host_batch_has_room()) {
             // The CPU path's batch (decode, assemble, one copy of the finished batch), handed
             // over in order behind the GPU batches in flight. At an adaptive share of 1 the
             // host decodes every unit anyway; assembling there too leaves the training GPU
@@ -437,10 +436,11 @@ void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
             // counts as the batch's fetch, so the share steps down, and batches go back to
             // the GPU stage, when that work sets the pace (HostDecodeShare::kWholeHigh).
             Pending p;
+            const std::uint64_t units0 = st_units, missing0 = st_missing;
             p.entry.batch = build(plan, batch);
             p.entry.epoch = epoch;
-            last_fetch_ns = pipeline::now_ns() - cycle_start;
-            ++st_host_built;
+            last_fetch_ns = pipeline::now_ns() - cycle_start - last_buffer_wait_ns;
+            st_host_chosen += (st_units - units0) - (st_missing - missing0);
             flights.push(std::move(p));
           } else {
             pipeline::GpuStage::FlightPtr f;
@@ -579,9 +579,13 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
     trace.record("plan", tb0, tb1, "epoch " + std::to_string(b.epoch) + " batch " + std::to_string(index));
   }
 
+  ++st_host_built;
   pipeline::PoolBlock hb = host_pool->take();
+  last_buffer_wait_ns = 0;
   if (hb.event_pending) {
+    const std::int64_t w0 = pipeline::now_ns();
     cuda::event_synchronize(hb.event);  // its previous copy to the GPU has finished
+    last_buffer_wait_ns = pipeline::now_ns() - w0;
     hb.event_pending = false;
   }
   std::shared_ptr<TensorStorage> host = host_pool->wrap(hb);
@@ -631,6 +635,7 @@ Batch Loader::Impl::build(const EpochPlan& plan, std::int64_t index) {
     const int dev_index = cfg.device_index;
     b.ready_event = std::shared_ptr<void>(ev, [dev_index](void* e) { cuda::destroy_event(e, dev_index); });
     cuda::record_event(ev, copy_stream, cfg.device_index);
+    dev->written = b.ready_event;
     // The staging buffer may be refilled once this copy is done.
     if (!host->block.event) host->block.event = cuda::create_event(cfg.device_index);
     cuda::record_event(host->block.event, copy_stream, cfg.device_index);
@@ -680,6 +685,32 @@ double Loader::Impl::observe_share(std::int64_t cycle_start) {
   const double share = host_share->share();
   host_share_now = share;
   return share;
+}
+
+// Whether the next batch can be built whole on the host as far as memory goes. Its tasks
+// charge their units to the memory limit and wait for room (Reservation), while on this path
+// the GPU stage's pinned staging may hold most of the limit for the loader's life: build only
+// where the running tasks' share fits beside what is held, the host cache aside (the budget
+// reclaims it). The first time, the two pinned batch buffers are charged and pinned (one is
+// filled while the other's copy runs; the pool hands out the longest idle one); where the
+// limit has no room for them, whole batches are off for good.
+bool Loader::Impl::host_batch_has_room() {
+  if (host_batch_buffers == HostBatchBuffers::kRefused) return false;
+  if (host_batch_buffers == HostBatchBuffers::kNotYet) {
+    constexpr int kHostBatchBuffers = 2;
+    if (!budget->try_acquire(kHostBatchBuffers * static_cast<std::uint64_t>(batch_bytes))) {
+      host_batch_buffers = HostBatchBuffers::kRefused;
+      host_share->disable_whole_batches();
+      return false;
+    }
+    pipeline::PoolBlock blocks[kHostBatchBuffers];
+    for (auto& b : blocks) b = host_pool->take();
+    for (auto& b : blocks) host_pool->give_back(b);
+    host_batch_buffers = HostBatchBuffers::kPinned;
+  }
+  const std::uint64_t used = budget->in_use(), cached = cache->bytes();
+  const std::uint64_t tasks = static_cast<std::uint64_t>(threads) * task_reserve;
+  return used - std::min(used, cached) + tasks <= budget->limit();
 }
 
 // The GPU-native path, first half: plan, fetch into the flight's staging slot, launch the
@@ -756,6 +787,7 @@ void Loader::Impl::finish_on_gpu(Pending& p) {
     pipeline::NvtxRange r("cubestream gpu finish");
     gpu->finish(*p.flight, dbase, nt > 0 ? dbase + tgt_offset : nullptr, buffer_free, ev, gs);
   }
+  dev->written = b.ready_event;
   p.flight.reset();
   st_gpu_decoded += gs.gpu_decoded;
   st_gpu_fallback += gs.fallbacks;
@@ -904,7 +936,7 @@ LoaderStats Loader::stats() const {
   s.units_gpu_fallback = m.st_gpu_fallback;
   s.units_host_decoded = m.st_host_chosen;
   s.host_decode_share = m.gpu ? m.host_share_now.load() : 1.0;
-  s.batches_built_on_host = m.gpu ? m.st_host_built.load() : m.st_batches.load();
+  s.batches_built_on_host = m.st_host_built;
   s.staging_pinned_calls = m.st_pinned_calls;
   s.staging_pinned_s = static_cast<double>(m.ns_pinned.load()) / 1e9;
   s.decode_path = m.decode_path;

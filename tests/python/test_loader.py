@@ -321,7 +321,7 @@ def test_stats_report_the_host_decode_share(stores):
     assert st["decode_path"] == "cpu"
     assert st["host_decode_share"] == 1.0
     assert st["units_host_decoded"] == 0
-    assert st["batches_built_on_host"] == st["batches"] == len(loader)
+    assert st["batches"] == len(loader) and st["batches_built_on_host"] >= st["batches"]
     assert st["staging_pinned_calls"] == 0 and st["staging_pinned_s"] == 0.0
 
 

@@ -278,6 +278,54 @@ TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
   }
 }
 
+// Host-built and GPU-stage batches interleaved (CUBESTREAM_HOST_BATCHES=alternate: every other
+// batch built on the host, whatever the share) with three batches prefetched: they arrive in
+// order and equal the CPU loader's, also after a restart in the middle of an epoch that drops
+// batches of both kinds in flight and ready (their device buffers, written by two different
+// streams, go back to one pool), and within the memory limit.
+TEST(LoaderCuda, HostBuiltAndGpuStageBatchesInterleaveInOrder) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const std::string demo = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
+  LoaderConfig c;
+  c.selection.variables = {"tas", "uas", "vas"};
+  c.sampler.window = ForecastWindow{"time", {0}, {1}};
+  c.sampler.patch = {{"lat", 40}, {"lon", 64}};
+  c.sampler.shuffle = ShuffleMode::kSample;
+  c.sampler.batch_size = 2;
+  c.prefetch = 3;
+  c.dtype = OutputDType::kBFloat16;
+  c.device = DeviceKind::kCuda;
+  c.host_decode_share = 0;   // the GPU decodes the GPU-stage batches' units
+  LoaderConfig h = c;
+  h.decode = DecodeBackend::kCpu;
+  setenv("CUBESTREAM_HOST_BATCHES", "alternate", 1);
+  Loader gpu(ConcatenatedTime(Dataset::open(open_store(demo))), c);
+  unsetenv("CUBESTREAM_HOST_BATCHES");
+  Loader host(ConcatenatedTime(Dataset::open(open_store(demo))), h);
+  // Two batches of epoch 0, then a restart at epoch 1 while the rest are in flight or ready.
+  for (int i = 0; i < 2; ++i) {
+    auto a = host.next();
+    auto b = gpu.next();
+    ASSERT_TRUE(a && b);
+    b->synchronize();
+    ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << "epoch 0 batch " << i;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));   // let the producer fill its slots
+  host.set_epoch(1);
+  gpu.set_epoch(1);
+  for (int e = 1; e <= 3; ++e) {
+    std::int64_t n = 0;
+    expect_same_batches(host, gpu, "epoch " + std::to_string(e), &n);
+    if (HasFatalFailure()) return;
+    ASSERT_GT(n, 3);
+  }
+  const LoaderStats st = gpu.stats();
+  EXPECT_GT(st.batches_built_on_host, 4u);
+  EXPECT_GT(st.units_gpu_decoded, 0u);
+  EXPECT_EQ(st.units_gpu_fallback, 0u);
+  EXPECT_LE(st.memory_peak, st.memory_limit);
+}
+
 }  // namespace
 }  // namespace cubestream
 
