@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -32,8 +33,10 @@ std::vector<std::uint8_t> host_bytes(const Tensor& t) {
 }
 
 // Walks both loaders to the end of their epoch: as many batches from each, the same bytes in
-// inputs and targets. `batches` (if given) gets the count.
-void expect_same_batches(Loader& host, Loader& gpu, const std::string& what, std::int64_t* batches = nullptr) {
+// inputs and targets. `batches` (if given) gets the count; `after_each` (if given) runs after
+// every pair, as a consumer's step would.
+void expect_same_batches(Loader& host, Loader& gpu, const std::string& what, std::int64_t* batches = nullptr,
+                         const std::function<void()>& after_each = {}) {
   std::int64_t n = 0;
   for (;; ++n) {
     auto a = host.next();
@@ -44,6 +47,7 @@ void expect_same_batches(Loader& host, Loader& gpu, const std::string& what, std
     b->synchronize();
     ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << what << " batch " << n;
     ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << what << " batch " << n;
+    if (after_each) after_each();
   }
   if (batches) *batches = n;
 }
@@ -176,18 +180,25 @@ TEST(LoaderCuda, GpuDecodeEqualsHostDecodeOnBloscStore) {
 // The GPU path with a share of its units decoded by the fetch threads (fixed shares, and the
 // adaptive one): the same bits as the host path, the chosen units counted, and decode=gpu
 // refusing a host share.
+// The demo store's three surface fields, 40 x 64 patches from t to t+1, shuffled samples,
+// bf16 batches on the GPU: the config of the decode-path tests below.
+LoaderConfig demo_patch_config(std::int64_t batch_size) {
+  LoaderConfig c;
+  c.selection.variables = {"tas", "uas", "vas"};
+  c.sampler.window = ForecastWindow{"time", {0}, {1}};
+  c.sampler.patch = {{"lat", 40}, {"lon", 64}};
+  c.sampler.shuffle = ShuffleMode::kSample;
+  c.sampler.batch_size = batch_size;
+  c.dtype = OutputDType::kBFloat16;
+  c.device = DeviceKind::kCuda;
+  return c;
+}
+
 TEST(LoaderCuda, HostDecodeShareGivesTheSameBatches) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   const std::string demo = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
   for (double share : {0.5, 1.0, 0.25, -1.0}) {
-    LoaderConfig c;
-    c.selection.variables = {"tas", "uas", "vas"};
-    c.sampler.window = ForecastWindow{"time", {0}, {1}};
-    c.sampler.patch = {{"lat", 40}, {"lon", 64}};
-    c.sampler.shuffle = ShuffleMode::kSample;
-    c.sampler.batch_size = 4;
-    c.dtype = OutputDType::kBFloat16;
-    c.device = DeviceKind::kCuda;
+    LoaderConfig c = demo_patch_config(4);
     c.host_decode_share = share;
     LoaderConfig h = c;
     h.decode = DecodeBackend::kCpu;
@@ -231,14 +242,7 @@ TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
     } else {
       setenv("CUBESTREAM_HOST_BATCHES", "off", 1);
     }
-    LoaderConfig c;
-    c.selection.variables = {"tas", "uas", "vas"};
-    c.sampler.window = ForecastWindow{"time", {0}, {1}};
-    c.sampler.patch = {{"lat", 40}, {"lon", 64}};
-    c.sampler.shuffle = ShuffleMode::kSample;
-    c.sampler.batch_size = 2;
-    c.dtype = OutputDType::kBFloat16;
-    c.device = DeviceKind::kCuda;
+    LoaderConfig c = demo_patch_config(2);
     c.host_decode_share = -1;   // adaptive
     LoaderConfig h = c;
     h.decode = DecodeBackend::kCpu;
@@ -249,18 +253,11 @@ TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
     std::int64_t batches = 0;
     std::uint64_t built_before_last = 0;
     for (int epoch = 0; epoch < 16; ++epoch) {
-      for (;;) {
-        auto a = host.next();
-        auto b = gpu.next();
-        ASSERT_EQ(a.has_value(), b.has_value()) << what << " epoch " << epoch;
-        if (!a) break;
-        a->synchronize();
-        b->synchronize();
-        ASSERT_EQ(host_bytes(a->inputs), host_bytes(b->inputs)) << what << " batch " << batches;
-        ASSERT_EQ(host_bytes(*a->targets), host_bytes(*b->targets)) << what << " batch " << batches;
-        ++batches;
-        std::this_thread::sleep_for(std::chrono::milliseconds(4));
-      }
+      std::int64_t n = 0;
+      expect_same_batches(host, gpu, what + " epoch " + std::to_string(epoch), &n,
+                          [] { std::this_thread::sleep_for(std::chrono::milliseconds(4)); });
+      if (HasFatalFailure()) return;
+      batches += n;
       if (epoch == 14) built_before_last = gpu.stats().batches_built_on_host;
     }
     const LoaderStats st = gpu.stats();
@@ -286,15 +283,8 @@ TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
 TEST(LoaderCuda, HostBuiltAndGpuStageBatchesInterleaveInOrder) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   const std::string demo = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
-  LoaderConfig c;
-  c.selection.variables = {"tas", "uas", "vas"};
-  c.sampler.window = ForecastWindow{"time", {0}, {1}};
-  c.sampler.patch = {{"lat", 40}, {"lon", 64}};
-  c.sampler.shuffle = ShuffleMode::kSample;
-  c.sampler.batch_size = 2;
+  LoaderConfig c = demo_patch_config(2);
   c.prefetch = 3;
-  c.dtype = OutputDType::kBFloat16;
-  c.device = DeviceKind::kCuda;
   c.host_decode_share = 0;   // the GPU decodes the GPU-stage batches' units
   LoaderConfig h = c;
   h.decode = DecodeBackend::kCpu;
