@@ -33,7 +33,7 @@
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
 #include "cuda/decode/device_status.cuh"
-#include "cuda/decode/largest_first.cuh"
+#include "cuda/largest_first.cuh"
 #include "cuda/decode/lz4_segments.hpp"
 #include "cuda/device_info.hpp"
 #include "cuda/decode/nvtx_range.hpp"

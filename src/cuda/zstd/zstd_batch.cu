@@ -1,7 +1,7 @@
 // Batched Zstandard decoding on the GPU: versions 2-3, thousands of blocks in flight, with
 // version 1 (one warp per buffer) as the path for whatever does not fit the scratch.
 //
-// Five launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
+// Six launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
 //   plan      one thread per buffer: plan_buffer_bound (codec/logic/zstd/split.hpp) bounds its
 //             steps and scratch, reserves both from counters in the scratch (or marks the
 //             buffer for version 1 when they do not fit), then plan_buffer writes the steps.
@@ -12,6 +12,8 @@
 //             sequence streams into records, its block's packed tables (2.5 KiB) copied into
 //             its slot of shared memory, so that every table lookup of the dependent chain is
 //             a shared-memory load (docs/gpu_zstd.md, v3.7).
+//   order     one CTA: the buffers largest first by decoded size, the execute pass's CTA order
+//             (CUBESTREAM_ZSTD_EXEC_ORDER=index keeps index order).
 //   execute   by default one CTA of W warps per buffer (CUBESTREAM_ZSTD_EXEC_WARPS, 8): the
 //             warps take the buffer's groups of 32 sequences (and its raw, RLE and trailing
 //             literal copies, checksums) in order from a counter in shared memory and copy a
@@ -39,6 +41,7 @@
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/largest_first.cuh"
 #include "cuda/zstd/zstd_batch.hpp"
 
 namespace cubestream::cuda {
@@ -349,10 +352,11 @@ template <int kMaxThreads>
 __global__ void __launch_bounds__(kMaxThreads)
     zstd_execute_units_kernel(const void* const* src, void* const* dst, const std::size_t* dst_sizes,
                               DecodeStatus* status, const BufferPlan* plans, zl::BlockStep* steps,
-                              const unsigned char* arena, bool verify) {
+                              const unsigned char* arena, bool verify, const std::uint32_t* order) {
   __shared__ zl::UnitQueue queue;
   __shared__ zl::u64 xxh[kMaxThreads / 32][4];
-  const std::size_t b = blockIdx.x;
+  // CTAs start roughly in index order: through `order` the largest buffers start first.
+  const std::size_t b = order ? order[blockIdx.x] : blockIdx.x;
   const BufferPlan plan = plans[b];
   if (plan.route != kRouteV2) return;  // the whole CTA: skipped, or version 1's
   zl::BlockStep* mine = steps + plan.first_step;
@@ -372,13 +376,33 @@ __global__ void __launch_bounds__(kMaxThreads)
   if (threadIdx.x == 0) status[b] = zl::units_status(&queue);
 }
 
+// The execute pass's buffers largest first (largest_first.hpp): one CTA, kSizeClasses threads.
+// One CTA per buffer, and a buffer's time grows with its decoded size; in index order the
+// 64 KiB-1 MiB batch ended with SMs idle while the last large buffers ran alone (ncu, session
+// 21: the SMs' active cycles 7.6 M on average, 9.4 M on the busiest).
+__global__ void __launch_bounds__(kSizeClasses)
+    zstd_order_kernel(const std::size_t* dst_sizes, std::size_t num_buffers, std::uint32_t* order) {
+  __shared__ detail::LargestFirstShared sh;
+  detail::order_largest_first(num_buffers, [&](std::size_t i) { return dst_sizes[i]; }, order, sh);
+}
+
 std::size_t warps_for(std::size_t num_buffers) {
   return num_buffers < kZstdBatchMaxWarps ? (num_buffers ? num_buffers : 1) : kZstdBatchMaxWarps;
 }
 
-// Bytes of version 2's bookkeeping before the workspaces: counters and the buffer plans.
-std::size_t v2_head_bytes(std::size_t num_buffers) {
+// Bytes of version 2's bookkeeping before the workspaces: counters, the buffer plans and the
+// execute pass's order.
+std::size_t v2_order_offset(std::size_t num_buffers) {
   return kHeaderBytes + align_up(num_buffers * sizeof(BufferPlan));
+}
+std::size_t v2_head_bytes(std::size_t num_buffers) {
+  return v2_order_offset(num_buffers) + align_up(num_buffers * sizeof(std::uint32_t));
+}
+
+// The execute pass takes buffers largest first unless CUBESTREAM_ZSTD_EXEC_ORDER=index (A/B).
+bool execute_largest_first_from_env() {
+  const char* env = std::getenv("CUBESTREAM_ZSTD_EXEC_ORDER");
+  return !(env && std::strcmp(env, "index") == 0);
 }
 
 // The smallest scratch with which version 2 is tried: bookkeeping, one workspace, and room
@@ -528,6 +552,12 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     const unsigned long long arena_cap = rest > step_bytes ? rest - step_bytes : 0;
     zstd_plan_kernel<<<static_cast<unsigned>((num_buffers + kPlanThreads - 1) / kPlanThreads), kPlanThreads, 0,
                        stream>>>(d_src, d_src_sizes, num_buffers, counters, plans, steps, step_cap, arena_cap);
+    const bool units_execute = !single_warp_execute_from_env();
+    std::uint32_t* order = nullptr;
+    if (units_execute && execute_largest_first_from_env() && num_buffers > 1) {
+      order = reinterpret_cast<std::uint32_t*>(base + v2_order_offset(num_buffers));
+      zstd_order_kernel<<<1, kSizeClasses, 0, stream>>>(d_dst_sizes, num_buffers, order);
+    }
     zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena);
     // How the sequence streams are read (split.hpp, SeqReader): by default through the
     // branch-free word window (docs/gpu_zstd.md, v3.5). CUBESTREAM_ZSTD_SEQ_READER=bits keeps
@@ -562,7 +592,7 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
       launch_sequences(kSeqWide, 0, wide_max);
       launch_sequences(kSeqNarrow, wide_max + 1, kAll);
     }
-    if (single_warp_execute_from_env()) {
+    if (!units_execute) {
       zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,
                             stream>>>(d_src, d_dst, d_dst_sizes, d_status, num_buffers, plans, steps, arena,
                                       verify_checksum);
@@ -573,10 +603,10 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
       const auto grid = static_cast<unsigned>(num_buffers);
       if (exec_threads <= 256) {
         zstd_execute_units_kernel<256><<<grid, exec_threads, 0, stream>>>(d_src, d_dst, d_dst_sizes, d_status, plans,
-                                                                         steps, arena, verify_checksum);
+                                                                         steps, arena, verify_checksum, order);
       } else {
         zstd_execute_units_kernel<1024><<<grid, exec_threads, 0, stream>>>(d_src, d_dst, d_dst_sizes, d_status, plans,
-                                                                          steps, arena, verify_checksum);
+                                                                          steps, arena, verify_checksum, order);
       }
     }
     // Whatever did not fit: version 1, on the buffers the plan marked.

@@ -1,11 +1,11 @@
-// The size classes that order the GPU batch queues largest first (cuda/decode/largest_first.hpp):
+// The size classes that order the GPU batch queues largest first (cuda/largest_first.hpp):
 // monotone, bounded, and fine enough that sizes 12.5 % apart fall in different classes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
 
-#include "cuda/decode/largest_first.hpp"
+#include "cuda/largest_first.hpp"
 
 namespace {
 

@@ -372,6 +372,22 @@ TEST(ZstdBatch, MultiWarpExecuteMatchesLibzstdWithEveryWarpCount) {
   }
 }
 
+// The units kernel takes its buffers largest first by default (a one-CTA counting sort of the
+// decoded sizes); CUBESTREAM_ZSTD_EXEC_ORDER=index keeps index order. The schedule changes, the
+// statuses and bytes must not, on a batch of mixed sizes and on damaged large frames.
+TEST(ZstdBatch, ExecuteOrderDoesNotChangeResults) {
+  if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
+  const auto cases = mixed_batch();
+  const auto large = damaged_large_batch();
+  TestEnv env;
+  for (const char* order : {"index", "largest"}) {
+    SCOPED_TRACE(std::string("execute order ") + order);
+    env.set("CUBESTREAM_ZSTD_EXEC_ORDER", order);
+    run_full(cases, true);
+    run_full(large, false);
+  }
+}
+
 // CUBESTREAM_ZSTD_EXEC=warp: the single-warp execute kernel of versions 3-3.5, kept for A/B
 // runs; the same statuses and bytes on the same batches.
 TEST(ZstdBatch, SingleWarpExecuteOnRequestGivesTheSameResults) {

@@ -1,7 +1,7 @@
 // Size classes for ordering a batch's work largest first.
 //
-// The batch kernels take their work (LZ4 buffers, blosc streams) from a queue, one item per
-// warp or thread block, until the queue is empty. In queue order a batch of mixed sizes ends
+// The batch kernels take their work (LZ4 buffers, blosc streams, zstd buffers) from a queue or
+// by thread block index, one item per warp or thread block, until none is left. In queue order a batch of mixed sizes ends
 // with a tail: the last large items start when most workers are idle and finish alone. Taking
 // the largest items first (LPT, longest processing time first) shortens that tail; a host
 // simulation of the bench's 1024 chunks of 64 KiB-1 MiB (docs/gpu_decoders.md, "Largest first")

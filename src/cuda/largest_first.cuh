@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/decode/largest_first.hpp"
+#include "cuda/largest_first.hpp"
 
 namespace cubestream::cuda::detail {
 
