@@ -5,6 +5,8 @@
 //   plan      one thread per buffer: plan_buffer_bound (codec/logic/zstd/split.hpp) bounds its
 //             steps and scratch, reserves both from counters in the scratch (or marks the
 //             buffer for version 1 when they do not fit), then plan_buffer writes the steps.
+//   order     one CTA: the steps largest first for the entropy pass (CUBESTREAM_ZSTD_ENTROPY_ORDER
+//             =index keeps the plan's order).
 //   entropy   one warp per compressed block of the whole batch, from a queue: rebuilds the
 //             block's Huffman and FSE tables in shared memory, decodes its literals (four
 //             Huffman streams on lanes 0-3) and copies its sequence-code tables to the scratch.
@@ -209,7 +211,8 @@ __global__ void __launch_bounds__(kPlanThreads)
 }
 
 __global__ void __launch_bounds__(kEntropyWarps * 32)
-    zstd_entropy_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena) {
+    zstd_entropy_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
+                        const std::uint32_t* order) {
   __shared__ zl::ZstdTables tables[kEntropyWarps];
   const unsigned lane = threadIdx.x & 31u, w = threadIdx.x / 32;
   const WarpTeam team{lane};
@@ -219,6 +222,7 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
     if (lane == 0) k = atomicAdd(&counters->entropy_queue, 1ull);
     k = __shfl_sync(0xFFFFFFFFu, k, 0);
     if (k >= total) break;
+    if (order) k = order[k];  // the largest compressed blocks first
     zl::BlockStep st = steps[k];
     if (st.kind != zl::kStepCompressed) continue;
     const auto* p = static_cast<const zl::u8*>(src[st.owner]);
@@ -386,6 +390,19 @@ __global__ void __launch_bounds__(kSizeClasses)
   detail::order_largest_first(num_buffers, [&](std::size_t i) { return dst_sizes[i]; }, order, sh);
 }
 
+// The entropy pass's steps largest first: compressed blocks by their compressed size (their
+// Huffman streams and tables), every other step last (the pass skips them). One CTA, after the
+// plan, which counted the steps. In the plan's order (buffers in whatever order their threads
+// reserved) the pass ended with a tail on the 64 KiB-1 MiB batch (ncu, session 21: the SMs'
+// active cycles 7.4 M on average, 8.2 M on the busiest).
+__global__ void __launch_bounds__(kSizeClasses)
+    zstd_order_steps_kernel(const Counters* counters, const zl::BlockStep* steps, std::uint32_t* order) {
+  __shared__ detail::LargestFirstShared sh;
+  const unsigned long long total = counters->steps_used;
+  detail::order_largest_first(
+      total, [&](std::size_t i) { return steps[i].kind == zl::kStepCompressed ? steps[i].size + 1 : 0; }, order, sh);
+}
+
 std::size_t warps_for(std::size_t num_buffers) {
   return num_buffers < kZstdBatchMaxWarps ? (num_buffers ? num_buffers : 1) : kZstdBatchMaxWarps;
 }
@@ -397,6 +414,12 @@ std::size_t v2_order_offset(std::size_t num_buffers) {
 }
 std::size_t v2_head_bytes(std::size_t num_buffers) {
   return v2_order_offset(num_buffers) + align_up(num_buffers * sizeof(std::uint32_t));
+}
+
+// The entropy pass takes steps largest first unless CUBESTREAM_ZSTD_ENTROPY_ORDER=index (A/B).
+bool entropy_largest_first_from_env() {
+  const char* env = std::getenv("CUBESTREAM_ZSTD_ENTROPY_ORDER");
+  return !(env && std::strcmp(env, "index") == 0);
 }
 
 // The execute pass takes buffers largest first unless CUBESTREAM_ZSTD_EXEC_ORDER=index (A/B).
@@ -547,7 +570,9 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     rest -= v1_warps * kWorkspaceStride;
     const std::size_t step_bytes = align_up(rest / kStepShare);
     auto* steps = reinterpret_cast<zl::BlockStep*>(ws + v1_warps * kWorkspaceStride);
-    const unsigned long long step_cap = step_bytes / sizeof(zl::BlockStep);
+    // The step region holds the steps and, after them, the entropy pass's order (4 bytes a step).
+    const unsigned long long step_cap = step_bytes / (sizeof(zl::BlockStep) + sizeof(std::uint32_t));
+    auto* step_order = reinterpret_cast<std::uint32_t*>(steps + step_cap);
     unsigned char* arena = reinterpret_cast<unsigned char*>(steps) + step_bytes;
     const unsigned long long arena_cap = rest > step_bytes ? rest - step_bytes : 0;
     zstd_plan_kernel<<<static_cast<unsigned>((num_buffers + kPlanThreads - 1) / kPlanThreads), kPlanThreads, 0,
@@ -558,7 +583,10 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
       order = reinterpret_cast<std::uint32_t*>(base + v2_order_offset(num_buffers));
       zstd_order_kernel<<<1, kSizeClasses, 0, stream>>>(d_dst_sizes, num_buffers, order);
     }
-    zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena);
+    const bool entropy_sorted = entropy_largest_first_from_env();
+    if (entropy_sorted) zstd_order_steps_kernel<<<1, kSizeClasses, 0, stream>>>(counters, steps, step_order);
+    zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena,
+                                                                           entropy_sorted ? step_order : nullptr);
     // How the sequence streams are read (split.hpp, SeqReader): by default through the
     // branch-free word window (docs/gpu_zstd.md, v3.5). CUBESTREAM_ZSTD_SEQ_READER=bits keeps
     // v3.3's fast bit reader and =general the checked one (same records and statuses; for A/B

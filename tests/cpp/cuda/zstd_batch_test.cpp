@@ -372,19 +372,24 @@ TEST(ZstdBatch, MultiWarpExecuteMatchesLibzstdWithEveryWarpCount) {
   }
 }
 
-// The units kernel takes its buffers largest first by default (a one-CTA counting sort of the
-// decoded sizes); CUBESTREAM_ZSTD_EXEC_ORDER=index keeps index order. The schedule changes, the
-// statuses and bytes must not, on a batch of mixed sizes and on damaged large frames.
-TEST(ZstdBatch, ExecuteOrderDoesNotChangeResults) {
+// The entropy pass takes its steps and the units kernel its buffers largest first by default
+// (one-CTA counting sorts of the blocks' compressed sizes and the buffers' decoded sizes);
+// CUBESTREAM_ZSTD_ENTROPY_ORDER=index and CUBESTREAM_ZSTD_EXEC_ORDER=index keep the plan's and
+// the index order. The schedule changes, the statuses and bytes must not, on a batch of mixed
+// sizes and on damaged large frames.
+TEST(ZstdBatch, WorkOrderDoesNotChangeResults) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();
   const auto large = damaged_large_batch();
   TestEnv env;
-  for (const char* order : {"index", "largest"}) {
-    SCOPED_TRACE(std::string("execute order ") + order);
-    env.set("CUBESTREAM_ZSTD_EXEC_ORDER", order);
-    run_full(cases, true);
-    run_full(large, false);
+  for (const char* entropy : {"index", "largest"}) {
+    for (const char* execute : {"index", "largest"}) {
+      SCOPED_TRACE(std::string("entropy order ") + entropy + ", execute order " + execute);
+      env.set("CUBESTREAM_ZSTD_ENTROPY_ORDER", entropy);
+      env.set("CUBESTREAM_ZSTD_EXEC_ORDER", execute);
+      run_full(cases, true);
+      run_full(large, false);
+    }
   }
 }
 
