@@ -1,12 +1,12 @@
 // Size classes for ordering a batch's work largest first.
 //
-// The batch kernels take their work (LZ4 buffers, blosc streams, zstd buffers) from a queue or
-// by thread block index, one item per warp or thread block, until none is left. In queue order a batch of mixed sizes ends
-// with a tail: the last large items start when most workers are idle and finish alone. Taking
-// the largest items first (LPT, longest processing time first) shortens that tail; a host
-// simulation of the bench's 1024 chunks of 64 KiB-1 MiB (docs/gpu_decoders.md, "Largest first")
-// predicts makespans 1.25x (numcodecs lz4, 396 thread blocks) and 1.40x (blosc numcodecs layout,
-// 4224 warps) shorter.
+// The batch kernels take their work (LZ4 buffers, blosc streams, zstd buffers and blocks) from
+// a queue or by thread block index, one item per warp or thread block, until none is left. In
+// that order a batch of mixed sizes ends with a tail: the last large items start when most
+// workers are idle and finish alone. Taking the largest items first (LPT, longest processing
+// time first) shortens that tail; a host simulation of the bench's 1024 chunks of 64 KiB-1 MiB
+// (docs/gpu_decoders.md, "Largest first") predicts makespans 1.25x (numcodecs lz4, 396 thread
+// blocks) and 1.40x (blosc numcodecs layout, 4224 warps) shorter.
 //
 // The order need not be exact, so the device sorts by a coarse class (largest_first.cuh): the
 // power of two of the size and its next three bits, eight classes per octave (items within

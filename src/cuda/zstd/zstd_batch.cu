@@ -1,12 +1,14 @@
 // Batched Zstandard decoding on the GPU: versions 2-3, thousands of blocks in flight, with
 // version 1 (one warp per buffer) as the path for whatever does not fit the scratch.
 //
-// Six launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
+// Launches, all stream-ordered (docs/gpu_zstd.md has the design, counts and timings):
 //   plan      one thread per buffer: plan_buffer_bound (codec/logic/zstd/split.hpp) bounds its
 //             steps and scratch, reserves both from counters in the scratch (or marks the
 //             buffer for version 1 when they do not fit), then plan_buffer writes the steps.
-//   order     one CTA: the steps largest first for the entropy pass (CUBESTREAM_ZSTD_ENTROPY_ORDER
-//             =index keeps the plan's order).
+//   order     two one-CTA sorts (largest_first.cuh): the buffers by decoded size for the execute
+//             pass's CTAs, the steps by compressed block size for the entropy queue
+//             (CUBESTREAM_ZSTD_EXEC_ORDER=index, CUBESTREAM_ZSTD_ENTROPY_ORDER=index keep the
+//             index and plan orders).
 //   entropy   one warp per compressed block of the whole batch, from a queue: rebuilds the
 //             block's Huffman and FSE tables in shared memory, decodes its literals (four
 //             Huffman streams on lanes 0-3) and copies its sequence-code tables to the scratch.
@@ -14,8 +16,6 @@
 //             sequence streams into records, its block's packed tables (2.5 KiB) copied into
 //             its slot of shared memory, so that every table lookup of the dependent chain is
 //             a shared-memory load (docs/gpu_zstd.md, v3.7).
-//   order     one CTA: the buffers largest first by decoded size, the execute pass's CTA order
-//             (CUBESTREAM_ZSTD_EXEC_ORDER=index keeps index order).
 //   execute   by default one CTA of W warps per buffer (CUBESTREAM_ZSTD_EXEC_WARPS, 8): the
 //             warps take the buffer's groups of 32 sequences (and its raw, RLE and trailing
 //             literal copies, checksums) in order from a counter in shared memory and copy a
@@ -416,15 +416,10 @@ std::size_t v2_head_bytes(std::size_t num_buffers) {
   return v2_order_offset(num_buffers) + align_up(num_buffers * sizeof(std::uint32_t));
 }
 
-// The entropy pass takes steps largest first unless CUBESTREAM_ZSTD_ENTROPY_ORDER=index (A/B).
-bool entropy_largest_first_from_env() {
-  const char* env = std::getenv("CUBESTREAM_ZSTD_ENTROPY_ORDER");
-  return !(env && std::strcmp(env, "index") == 0);
-}
-
-// The execute pass takes buffers largest first unless CUBESTREAM_ZSTD_EXEC_ORDER=index (A/B).
-bool execute_largest_first_from_env() {
-  const char* env = std::getenv("CUBESTREAM_ZSTD_EXEC_ORDER");
+// A pass takes its work largest first unless its variable (CUBESTREAM_ZSTD_ENTROPY_ORDER,
+// CUBESTREAM_ZSTD_EXEC_ORDER) says "index" (A/B runs).
+bool largest_first_from_env(const char* name) {
+  const char* env = std::getenv(name);
   return !(env && std::strcmp(env, "index") == 0);
 }
 
@@ -579,11 +574,11 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
                        stream>>>(d_src, d_src_sizes, num_buffers, counters, plans, steps, step_cap, arena_cap);
     const bool units_execute = !single_warp_execute_from_env();
     std::uint32_t* order = nullptr;
-    if (units_execute && execute_largest_first_from_env() && num_buffers > 1) {
+    if (units_execute && largest_first_from_env("CUBESTREAM_ZSTD_EXEC_ORDER") && num_buffers > 1) {
       order = reinterpret_cast<std::uint32_t*>(base + v2_order_offset(num_buffers));
       zstd_order_kernel<<<1, kSizeClasses, 0, stream>>>(d_dst_sizes, num_buffers, order);
     }
-    const bool entropy_sorted = entropy_largest_first_from_env();
+    const bool entropy_sorted = largest_first_from_env("CUBESTREAM_ZSTD_ENTROPY_ORDER");
     if (entropy_sorted) zstd_order_steps_kernel<<<1, kSizeClasses, 0, stream>>>(counters, steps, step_order);
     zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena,
                                                                            entropy_sorted ? step_order : nullptr);
