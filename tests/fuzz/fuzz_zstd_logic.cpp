@@ -8,8 +8,9 @@
 // input are heap buffers of exactly their size, so AddressSanitizer reports any access past
 // them. When both the shared decoder and libzstd succeed, their bytes must be equal. The same
 // input also goes through the GPU's split passes (split.hpp: plan, literals and tables, the
-// sequence streams through the word-window reader that pass 2b uses by default, execution),
-// run here by one thread in the GPU's order; they must give the one-pass decoder's status and
+// sequence streams traced as pass 2b runs by default (sequence_trace.hpp) or, for inputs of
+// even size, through the word-window reader, then execution), run here by one thread in the
+// GPU's order; they must give the one-pass decoder's status and
 // bytes. Pass 3 also runs as the GPU's several-warp execution (execute_groups.hpp), emulated
 // by 1-16 teams in an order drawn from the input: the same status and bytes again.
 #include <zstd.h>
@@ -22,6 +23,7 @@
 
 #include "codec/logic/zstd/decoder.hpp"
 #include "codec/logic/zstd/execute_groups.hpp"
+#include "codec/logic/zstd/sequence_trace.hpp"
 #include "codec/logic/zstd/split.hpp"
 
 namespace zl = cubestream::codec::logic::zstd;
@@ -75,11 +77,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           zl::decode_block_literals(zl::SerialTeam{}, src.get(), &steps[k], tables, scratch.get() + steps[k].scratch);
         }
       }
-      zl::u64 ring[zl::BackwardWordQueue::kRingWords];
+      zl::u64 ring[zl::TraceWindow::kRingWords];  // the GPU lane's stream ring (the larger of the two)
       for (auto& st : steps) {  // pass 2b
-        if (zl::needs_sequences(st)) {
-          zl::decode_block_sequences(src.get(), &st, zl::step_seq_tables(st, scratch.get() + st.scratch),
-                                     scratch.get() + st.scratch, zl::SeqReader::kWindow, zl::seq_code_words(), ring);
+        if (!zl::needs_sequences(st)) continue;
+        std::uint8_t* blk = scratch.get() + st.scratch;
+        if (size % 2 == 1) {
+          zl::decode_block_sequences_traced(src.get(), &st, zl::step_chain_tables(st, blk), zl::step_seq_tables(st, blk),
+                                            zl::seq_code_words(), blk, ring);
+        } else {
+          zl::decode_block_sequences(src.get(), &st, zl::step_seq_tables(st, blk), blk, zl::SeqReader::kWindow,
+                                     zl::seq_code_words(), ring);
         }
       }
       std::unique_ptr<std::uint8_t[]> out2(new std::uint8_t[out_size]);

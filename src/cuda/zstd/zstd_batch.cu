@@ -12,10 +12,17 @@
 //   entropy   one warp per compressed block of the whole batch, from a queue: rebuilds the
 //             block's Huffman and FSE tables in shared memory, decodes its literals (four
 //             Huffman streams on lanes 0-3) and copies its sequence-code tables to the scratch.
-//   sequences one lane per block (16 per one-warp CTA by default): each lane decodes whole
-//             sequence streams into records, its block's packed tables (2.5 KiB) copied into
-//             its slot of shared memory, so that every table lookup of the dependent chain is
-//             a shared-memory load (docs/gpu_zstd.md, v3.7).
+//   sequences one lane per block (32 or 16 per one-warp CTA, by the batch's step count): by
+//             default each lane only traces its block's sequence stream, the dependent chain of
+//             FSE states (sequence_trace.hpp), with the block's ChainTables (2.5 KiB) copied
+//             into its slot of shared memory, so that every lookup of the chain is a
+//             shared-memory load (docs/gpu_zstd.md, v3.7 and v3.11); with
+//             CUBESTREAM_ZSTD_SEQ_READER=window|bits|general the lanes decode the records
+//             themselves from the SeqTables, as up to v3.10.
+//   records   (traced pass 2b) one warp per block with sequences, from a queue: 32 sequences
+//             at a time, their values from the trace and the stream, the repeat offsets from a
+//             warp scan (or, in chunks without a repeat offset, from the two lanes below), the
+//             records written over the trace entries, the group table from running sums.
 //   execute   by default one CTA of W warps per buffer (CUBESTREAM_ZSTD_EXEC_WARPS, 8): the
 //             warps take the buffer's groups of 32 sequences (and its raw, RLE and trailing
 //             literal copies, checksums) in order from a counter in shared memory and copy a
@@ -39,6 +46,7 @@
 
 #include "codec/logic/zstd/decoder.hpp"
 #include "codec/logic/zstd/execute_groups.hpp"
+#include "codec/logic/zstd/sequence_trace.hpp"
 #include "codec/logic/zstd/split.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
@@ -102,7 +110,9 @@ struct Counters {
   unsigned long long arena_used;
   unsigned long long entropy_queue;
   unsigned long long seq_queue;
+  unsigned long long records_queue;
 };
+static_assert(sizeof(Counters) <= kHeaderBytes, "the counters live in the scratch's first 256 bytes");
 struct BufferPlan {
   unsigned long long first_step;
   unsigned long long num_steps;
@@ -145,6 +155,10 @@ constexpr int kEntropyWarps = 4;   // warps per block of the entropy kernel (tab
 // kernel reads the tables where pass 2a left them, in the scratch (L1/L2 instead of shared).
 constexpr int kSeqLanes = 32;
 constexpr std::size_t kSeqSlot = sizeof(zl::SeqTables);
+// Words of a lane's stream ring: the trace's, or the window reader's when that is larger.
+constexpr unsigned kSeqRingWords = zl::TraceWindow::kRingWords > zl::BackwardWordQueue::kRingWords
+                                       ? zl::TraceWindow::kRingWords
+                                       : zl::BackwardWordQueue::kRingWords;
 // The single-warp execute kernel (CUBESTREAM_ZSTD_EXEC=warp): one warp per CTA and buffer (256
 // buffers spread over all SMs rather than 4 per CTA on 64 of them).
 constexpr int kExecWarps = 1;
@@ -236,15 +250,18 @@ __global__ void __launch_bounds__(kEntropyWarps * 32)
   }
 }
 
-// Pass 2b: a warp takes steps_per_warp (<= 32) consecutive steps at a time and each lane
-// decodes the sequence stream of its step when pass 2a left it ok, reading the block's packed
-// tables from a copy in the lane's slot of shared memory or, without shared_tables, where pass
-// 2a wrote them in the scratch; the warp meets again after them. Each lane is one long
-// dependent chain (a table lookup per sequence), so the kernel takes as long as the block with
-// the most sequences; docs/gpu_zstd.md, versions 3, 3.5 and 3.7.
+// Pass 2b (or, traced, its first half): a warp takes steps_per_warp (<= 32) consecutive steps
+// at a time and each lane decodes the sequence stream of its step when pass 2a left it ok,
+// reading the block's packed tables from a copy in the lane's slot of shared memory or, without
+// shared_tables, where pass 2a wrote them in the scratch; the warp meets again after them. Each
+// lane is one long dependent chain (a table lookup per sequence), so the kernel takes as long as
+// the block with the most sequences; docs/gpu_zstd.md, versions 3, 3.5, 3.7 and 3.11. `traced`
+// (the default, sequence_trace.hpp): the lanes only trace the chain, with the blocks'
+// ChainTables, and zstd_records_kernel makes the records; otherwise they make the records
+// themselves with `reader`, from the SeqTables.
 __global__ void __launch_bounds__(kSeqLanes)
     zstd_sequences_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
-                          zl::SeqReader reader, bool shared_tables, unsigned steps_per_warp,
+                          zl::SeqReader reader, bool traced, bool shared_tables, unsigned steps_per_warp,
                           unsigned long long run_from, unsigned long long run_to) {
   extern __shared__ uint4 seq_smem[];
   // Runs only for batches of run_from..run_to steps (the plan's count): the dispatch launches
@@ -255,12 +272,15 @@ __global__ void __launch_bounds__(kSeqLanes)
   // The length codes' baselines and extra-bit counts (zl::seq_code_word), one copy per CTA:
   // looked up, not computed, so that lanes on different blocks do not diverge on them.
   __shared__ zl::u32 codes[zl::kSeqCodeWords];
-  // Each lane's ring of sequence-stream words (zl::BackwardWordQueue).
-  __shared__ zl::u64 rings[kSeqLanes][zl::BackwardWordQueue::kRingWords];
-  for (unsigned i = threadIdx.x; i < zl::kSeqCodeWords; i += blockDim.x) codes[i] = zl::seq_code_word(i);
+  // Each lane's ring of sequence-stream words (zl::TraceWindow, zl::BackwardWordQueue).
+  __shared__ zl::u64 rings[kSeqLanes][kSeqRingWords];
+  if (!traced) {
+    for (unsigned i = threadIdx.x; i < zl::kSeqCodeWords; i += blockDim.x) codes[i] = zl::seq_code_word(i);
+  }
   __syncthreads();
   const unsigned lane = threadIdx.x & 31u;
-  zl::SeqTables* mine = reinterpret_cast<zl::SeqTables*>(seq_smem) + lane;  // used by lanes < steps_per_warp
+  static_assert(sizeof(zl::ChainTables) == kSeqSlot, "a slot holds either table set");
+  uint4* slot = seq_smem + lane * (kSeqSlot / sizeof(uint4));  // used by lanes < steps_per_warp
   for (;;) {
     unsigned long long base = 0;
     if (lane == 0) base = atomicAdd(&counters->seq_queue, static_cast<unsigned long long>(steps_per_warp));
@@ -272,9 +292,12 @@ __global__ void __launch_bounds__(kSeqLanes)
       if (zl::needs_sequences(st)) {
         const auto* p = static_cast<const zl::u8*>(src[st.owner]);
         unsigned char* blk = arena + st.scratch;
-        const zl::SeqTables* g = zl::step_seq_tables(st, blk);
+        const unsigned char* tables = blk + (traced ? zl::step_chain_at(st) : zl::step_tables_at(st));
         if (shared_tables) {
+          // Both table sets: three arrays of 2-byte entries at the same places, then the logs.
+          const auto* g = reinterpret_cast<const zl::SeqTables*>(tables);
           const zl::u32 logs[3] = {g->ll_log, g->ml_log, g->of_log};
+          auto* mine = reinterpret_cast<zl::SeqTables*>(slot);
           // The used states of each table, in 16-byte words (8 packed entries); the arrays
           // start 16-byte aligned and hold whole words, so the last word stays inside them.
           const uint4* from[3] = {reinterpret_cast<const uint4*>(g->ll), reinterpret_cast<const uint4*>(g->ml),
@@ -296,16 +319,215 @@ __global__ void __launch_bounds__(kSeqLanes)
           mine->ll_log = logs[0];
           mine->ml_log = logs[1];
           mine->of_log = logs[2];
-          // A call of its own, so that the compiler sees the tables' address space and
+          // Calls of their own, so that the compiler sees the tables' address space and
           // looks them up with shared-memory loads rather than generic ones.
-          zl::decode_block_sequences(p, &st, mine, blk, reader, codes, rings[lane]);
+          if (traced) {
+            zl::trace_block_sequences(p, &st, zl::view_of(reinterpret_cast<const zl::ChainTables*>(slot)), blk,
+                                      rings[lane]);
+          } else {
+            zl::decode_block_sequences(p, &st, mine, blk, reader, codes, rings[lane]);
+          }
+        } else if (traced) {
+          zl::trace_block_sequences(p, &st, zl::view_of(reinterpret_cast<const zl::ChainTables*>(tables)), blk,
+                                    rings[lane]);
         } else {
-          zl::decode_block_sequences(p, &st, g, blk, reader, codes, rings[lane]);
+          zl::decode_block_sequences(p, &st, reinterpret_cast<const zl::SeqTables*>(tables), blk, reader, codes,
+                                     rings[lane]);
         }
-        steps[k].status = st.status;
-        steps[k].n_ok = st.n_ok;
-        for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
+        if (traced) {
+          steps[k].trace_n = st.trace_n;
+          steps[k].trace_status = st.trace_status;
+        } else {
+          steps[k].status = st.status;
+          steps[k].n_ok = st.n_ok;
+          for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
+        }
       }
+    }
+    __syncwarp();
+  }
+}
+
+// An inclusive prefix sum over the warp's lanes.
+__device__ zl::u32 warp_scan_add(zl::u32 v, unsigned lane) {
+#pragma unroll
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    const zl::u32 t = __shfl_up_sync(0xFFFFFFFFu, v, d);
+    if (lane >= d) v += t;
+  }
+  return v;
+}
+
+__device__ zl::RepMap shfl_map(const zl::RepMap& m, unsigned from) {
+  zl::RepMap r;
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    r.kind[k] = __shfl_sync(0xFFFFFFFFu, m.kind[k], from);
+    r.v[k] = __shfl_sync(0xFFFFFFFFu, m.v[k], from);
+  }
+  return r;
+}
+
+// A lane's sequence of one chunk between its trace entry and its values: its codes, where its
+// extra bits lie, and (where stream_words found them whole) the two stream words, in flight
+// until the chunk is taken.
+struct PendingSequence {
+  zl::TracedCodes c;
+  zl::u32 lo, n, shift;
+  bool in, whole;
+  zl::u64 w0, w1;
+};
+
+__device__ PendingSequence pending_sequence(bool in, zl::u32 states, zl::u32 pos, const zl::u8* p, std::size_t size,
+                                            bool lead_ok, const zl::SeqTablesView& t, const zl::u32* codes) {
+  PendingSequence q{};
+  q.in = in;
+  if (!in) return q;
+  q.c = zl::traced_codes(t, codes, states);
+  q.n = q.c.extra_bits();
+  q.lo = pos - q.n;
+  const zl::StreamWords sw = zl::stream_words(p, size, q.lo, lead_ok);
+  q.shift = sw.shift;
+  q.whole = sw.whole;
+  if (sw.whole) {
+    q.w0 = sw.w[0];
+    q.w1 = sw.w[1];
+  }
+  return q;
+}
+
+// The traced pass 2b's second half for one block by a warp, 32 sequences at a time: the same
+// records, group table, repeat offsets and status as zl::records_from_trace (one thread), with
+// the repeat-offset lists from a scan of the sequences' RepMaps (each lane's map composed with
+// those of the lanes below it, in five shuffle rounds) applied to the list the chunk starts with.
+// The loads run ahead (an ncu profile of the first form, which loaded each chunk's trace and
+// words when it took the chunk, put 30 % of the stall samples on them): a chunk's trace entries
+// are loaded two chunks ahead and its stream words one chunk ahead. Lane 0 writes the step's
+// fields into *s.
+__device__ void warp_records_from_trace(unsigned lane, const zl::u8* src, zl::BlockStep* s,
+                                        const zl::SeqTablesView& t, const zl::u32* codes, unsigned char* blk) {
+  const zl::u8* p = src + s->seq_at;
+  const std::size_t size = static_cast<std::size_t>(s->seq_avail);
+  zl::u32* rec_ll = reinterpret_cast<zl::u32*>(blk + zl::step_lit_bytes(*s));
+  zl::u32* rec_ml = rec_ll + zl::step_rec_stride(*s);
+  zl::u32* rec_off = rec_ml + zl::step_rec_stride(*s);
+  auto* groups = reinterpret_cast<zl::GroupStart*>(blk + zl::step_groups_at(*s));
+  const zl::u32 traced = s->trace_n;
+  const bool lead_ok = s->seq_at >= 8;
+  zl::RepMap carry = zl::rep_identity();
+  zl::u64 out = 0, lit = 0;
+  zl::u32 n_ok = traced;
+  bool rep_error = false;
+  // The trace entries of the chunk after the current one, and the current chunk pending.
+  const auto load_trace = [&](zl::u32 i, zl::u32* st, zl::u32* pos) {
+    if (i < traced) {
+      *st = rec_ml[i];
+      *pos = rec_off[i];
+    }
+  };
+  zl::u32 st0 = 0, pos0 = 0, st1 = 0, pos1 = 0;
+  load_trace(lane, &st0, &pos0);
+  load_trace(32 + lane, &st1, &pos1);
+  PendingSequence cur = pending_sequence(lane < traced, st0, pos0, p, size, lead_ok, t, codes);
+  for (zl::u32 base = 0; base < traced; base += 32) {
+    const zl::u32 i = base + lane;
+    // Two chunks ahead: trace entries; one chunk ahead: codes and stream words.
+    zl::u32 st2 = 0, pos2 = 0;
+    load_trace(i + 64, &st2, &pos2);
+    const PendingSequence next = pending_sequence(i + 32 < traced, st1, pos1, p, size, lead_ok, t, codes);
+    zl::SequenceValues sv{0, 0, 0};
+    zl::RepMap m = zl::rep_identity();
+    if (cur.in) {
+      const zl::u64 v = cur.whole ? zl::cut_words(cur.w0, cur.w1, cur.shift) & ((zl::u64(1) << cur.n) - 1)
+                                  : zl::stream_bits_bytes(p, size, cur.lo, cur.n);
+      sv = zl::values_from_bits(cur.c, v);
+      m = zl::rep_of_sequence(sv.of_value, sv.ll);
+    }
+    zl::RepMap list;
+    zl::u32 bad = 0;
+    if (__ballot_sync(0xFFFFFFFFu, cur.in && sv.of_value <= 3) == 0) {
+      // No repeat offset in the chunk (most chunks of numeric fields): each lane's list is its
+      // offset and the two before it; no offset can be zero.
+      const zl::u32 off = sv.of_value - 3;
+      list = zl::rep_after_literals(carry, lane, off, __shfl_up_sync(0xFFFFFFFFu, off, 1),
+                                    __shfl_up_sync(0xFFFFFFFFu, off, 2));
+    } else {
+#pragma unroll
+      for (unsigned d = 1; d < 32; d <<= 1) {
+        const zl::RepMap below = shfl_map(m, lane >= d ? lane - d : lane);
+        m = zl::rep_pick(lane >= d, m, zl::rep_then(below, m));
+      }
+      list = zl::rep_then(carry, m);
+      bad = __ballot_sync(0xFFFFFFFFu, cur.in && !zl::rep_offset_ok(list));
+    }
+    const zl::u32 left = traced - base;
+    const zl::u32 count = bad ? static_cast<zl::u32>(__ffs(static_cast<int>(bad)) - 1) : (left < 32 ? left : 32u);
+    const bool ok = lane < count;
+    const zl::u32 lit_sum = warp_scan_add(ok ? sv.ll : 0u, lane);
+    const zl::u32 out_sum = warp_scan_add(ok ? sv.ll + sv.ml : 0u, lane);
+    if (lane == 0 && count > 0) {
+      groups[base / zl::kGroupSeqs] =
+          zl::GroupStart{zl::detail::GroupSums::saturate(out), zl::detail::GroupSums::saturate(lit)};
+    }
+    if (ok) zl::traced_record(sv, list, &rec_ll[i], &rec_ml[i], &rec_off[i]);
+    if (count > 0) {
+      carry = shfl_map(list, count - 1);
+      out += __shfl_sync(0xFFFFFFFFu, out_sum, count - 1);
+      lit += __shfl_sync(0xFFFFFFFFu, lit_sum, count - 1);
+    }
+    if (bad) {
+      rep_error = true;
+      n_ok = base + count;
+      break;
+    }
+    cur = next;
+    st1 = st2;
+    pos1 = pos2;
+  }
+  if (lane == 0) {
+    groups[(n_ok + zl::kGroupSeqs - 1) / zl::kGroupSeqs] =
+        zl::GroupStart{zl::detail::GroupSums::saturate(out), zl::detail::GroupSums::saturate(lit)};
+    s->status = rep_error ? static_cast<zl::u32>(DecodeStatus::kCorrupt) : s->trace_status;
+    s->n_ok = n_ok;
+    for (int k = 0; k < 3; ++k) s->reps_end[k] = zl::rep_entry64(carry, k);
+  }
+}
+
+// The traced pass 2b's second half: a warp per block with sequences, from a queue over the
+// steps (in the entropy pass's order, largest compressed blocks first, when it has one), the
+// block's SeqTables copied into the warp's slot of shared memory first.
+// Eight CTAs an SM (32 warps, at most 64 registers a thread): the batch's blocks are the work
+// items, ~5 400 for 1024 chunks of 64 KiB-1 MiB, so the warps resident at once set how many
+// rounds the pass takes.
+constexpr int kRecordWarps = 4;
+constexpr int kRecordBlocksPerSm = 8;
+__global__ void __launch_bounds__(kRecordWarps * 32, kRecordBlocksPerSm)
+    zstd_records_kernel(const void* const* src, Counters* counters, zl::BlockStep* steps, unsigned char* arena,
+                        const std::uint32_t* order) {
+  __shared__ zl::u32 codes[zl::kSeqCodeWords];
+  __shared__ uint4 slots[kRecordWarps][sizeof(zl::SeqTables) / sizeof(uint4)];
+  for (unsigned i = threadIdx.x; i < zl::kSeqCodeWords; i += blockDim.x) codes[i] = zl::seq_code_word(i);
+  __syncthreads();
+  const unsigned lane = threadIdx.x & 31u, w = threadIdx.x / 32;
+  const unsigned long long total = *reinterpret_cast<volatile unsigned long long*>(&counters->steps_used);
+  auto* mine = reinterpret_cast<zl::SeqTables*>(slots[w]);
+  for (;;) {
+    unsigned long long k = 0;
+    if (lane == 0) k = atomicAdd(&counters->records_queue, 1ull);
+    k = __shfl_sync(0xFFFFFFFFu, k, 0);
+    if (k >= total) break;
+    if (order) k = order[k];
+    zl::BlockStep st = steps[k];
+    if (!zl::needs_sequences(st)) continue;
+    unsigned char* blk = arena + st.scratch;
+    const auto* g = reinterpret_cast<const uint4*>(blk + zl::step_tables_at(st));
+    for (unsigned i = lane; i < sizeof(zl::SeqTables) / sizeof(uint4); i += 32) slots[w][i] = g[i];
+    __syncwarp();
+    warp_records_from_trace(lane, static_cast<const zl::u8*>(src[st.owner]), &st, zl::view_of(mine), codes, blk);
+    if (lane == 0) {
+      steps[k].status = st.status;
+      steps[k].n_ok = st.n_ok;
+      for (int r = 0; r < 3; ++r) steps[k].reps_end[r] = st.reps_end[r];
     }
     __syncwarp();
   }
@@ -429,11 +651,20 @@ std::size_t v2_min_bytes(std::size_t num_buffers) {
   return v2_head_bytes(num_buffers) + kWorkspaceStride + (1u << 20);
 }
 
-zl::SeqReader sequence_reader_from_env() {
+// How pass 2b runs: traced (the default: a serial trace of the chain, then the records by a
+// warp per block; sequence_trace.hpp), or in one serial pass with one of split.hpp's readers:
+// CUBESTREAM_ZSTD_SEQ_READER=window (v3.5-v3.10's default), =bits or =general. The same records
+// and statuses from each (A/B runs).
+struct SequencePass {
+  bool traced;
+  zl::SeqReader reader;
+};
+SequencePass sequence_pass_from_env() {
   const char* env = std::getenv("CUBESTREAM_ZSTD_SEQ_READER");
-  if (env && std::strcmp(env, "general") == 0) return zl::SeqReader::kGeneral;
-  if (env && std::strcmp(env, "bits") == 0) return zl::SeqReader::kFastBits;
-  return zl::SeqReader::kWindow;
+  if (env && std::strcmp(env, "window") == 0) return {false, zl::SeqReader::kWindow};
+  if (env && std::strcmp(env, "general") == 0) return {false, zl::SeqReader::kGeneral};
+  if (env && std::strcmp(env, "bits") == 0) return {false, zl::SeqReader::kFastBits};
+  return {true, zl::SeqReader::kWindow};
 }
 
 // Steps a warp of the sequences kernel takes at a time, one per lane. With the tables in the
@@ -482,6 +713,13 @@ int entropy_blocks() {
   return sms * (per_sm > 0 ? per_sm : 1);
 }
 
+int records_blocks() {
+  const int sms = multiprocessor_count();
+  int per_sm = 0;
+  CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zstd_records_kernel, kRecordWarps * 32, 0));
+  return sms * (per_sm > 0 ? per_sm : 1);
+}
+
 int sequences_blocks(std::size_t smem) {
   // Per call, not once: the attributes belong to the current device's context. With tables in
   // shared memory the SM's split between L1 and shared memory favours shared memory, so that
@@ -508,14 +746,15 @@ std::size_t zstd_batch_scratch_bytes(std::size_t num_buffers, std::size_t total_
   // Arena: literals (at most the decoded bytes) and 12-byte sequence records (ERA5-like
   // fields at levels 3-5: ~0.12 sequences per decoded byte, 1.4 bytes per byte), plus a
   // partly used last block per buffer. Steps: kStepShare-th of the rest.
-  // Blocks with sequences also keep their three code tables (zl::SeqTables, ~2.5 KiB) and their
+  // Blocks with sequences also keep their three code tables twice (zl::SeqTables and
+  // zl::ChainTables, ~2.5 KiB each) and their
   // group table (zl::GroupStart, 8 bytes per 32 sequences and one for the totals, 16-byte
   // aligned): one block per 128 KiB of output and a partial last block per buffer; the group
   // tables' decoded / 32 covers 0.125 sequences per decoded byte, the rate the 2x above
   // assumes (ERA5-like data at levels 3-5: ~0.12).
   const std::size_t blocks = total_decoded_bytes / (128u << 10) + num_buffers;
   const std::size_t arena = 2 * total_decoded_bytes + num_buffers * (256u << 10) +
-                            blocks * (sizeof(zl::SeqTables) + 2 * sizeof(zl::GroupStart) + 16) +
+                            blocks * (sizeof(zl::SeqTables) + sizeof(zl::ChainTables) + 2 * sizeof(zl::GroupStart) + 16) +
                             total_decoded_bytes / 32;
   const std::size_t rest = arena + arena / (kStepShare - 1) + 2 * kScratchAlign;
   const std::size_t warps = num_buffers < kFallbackWarps ? (num_buffers ? num_buffers : 1) : kFallbackWarps;
@@ -582,11 +821,8 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     if (entropy_sorted) zstd_order_steps_kernel<<<1, kSizeClasses, 0, stream>>>(counters, steps, step_order);
     zstd_entropy_kernel<<<entropy_blocks(), kEntropyWarps * 32, 0, stream>>>(d_src, counters, steps, arena,
                                                                            entropy_sorted ? step_order : nullptr);
-    // How the sequence streams are read (split.hpp, SeqReader): by default through the
-    // branch-free word window (docs/gpu_zstd.md, v3.5). CUBESTREAM_ZSTD_SEQ_READER=bits keeps
-    // v3.3's fast bit reader and =general the checked one (same records and statuses; for A/B
-    // runs).
-    const zl::SeqReader seq_reader = sequence_reader_from_env();
+    // How pass 2b runs (sequence_pass_from_env): traced by default (docs/gpu_zstd.md, v3.11).
+    const SequencePass seq_pass = sequence_pass_from_env();
     // Where the lanes read their block's FSE tables: by default from a copy in shared memory,
     // one 2.5 KiB slot per lane, so that no lookup of the dependent chain waits for L2 (with
     // the tables in the scratch, 62 blocks' tables per SM did not fit L1: 78 % hits, and a
@@ -602,10 +838,10 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
       const bool shared_tables = !(smem_env && smem_env[0] == '0') &&
                                  optin_shared_memory_per_block() >=
                                      want_smem + zl::kSeqCodeWords * sizeof(zl::u32) +
-                                         kSeqLanes * zl::BackwardWordQueue::kRingWords * sizeof(zl::u64);
+                                         kSeqLanes * kSeqRingWords * sizeof(zl::u64);
       const std::size_t seq_smem = shared_tables ? want_smem : 0;
       zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
-          d_src, counters, steps, arena, seq_reader, shared_tables, seq_steps, from, to);
+          d_src, counters, steps, arena, seq_pass.reader, seq_pass.traced, shared_tables, seq_steps, from, to);
     };
     constexpr unsigned long long kAll = ~0ull;
     if (const unsigned fixed = sequence_steps_per_warp_from_env(); fixed != 0) {
@@ -614,6 +850,10 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
       const unsigned long long wide_max = kSeqWideStepsPerSm * static_cast<unsigned long long>(multiprocessor_count());
       launch_sequences(kSeqWide, 0, wide_max);
       launch_sequences(kSeqNarrow, wide_max + 1, kAll);
+    }
+    if (seq_pass.traced) {
+      zstd_records_kernel<<<records_blocks(), kRecordWarps * 32, 0, stream>>>(d_src, counters, steps, arena,
+                                                                             entropy_sorted ? step_order : nullptr);
     }
     if (!units_execute) {
       zstd_execute_kernel<<<static_cast<unsigned>((num_buffers + kExecWarps - 1) / kExecWarps), kExecWarps * 32, 0,

@@ -15,6 +15,7 @@
 
 #include "codec/logic/zstd/decoder.hpp"
 #include "codec/logic/zstd/execute_groups.hpp"
+#include "codec/logic/zstd/sequence_trace.hpp"
 #include "codec/logic/zstd/split.hpp"
 #include "codec/logic/zstd/xxhash64.hpp"
 #include "codec_test_util.hpp"
@@ -45,6 +46,29 @@ struct SplitStats {
 };
 SplitStats g_split;
 
+// How pass 2b runs: in one serial pass with one of split.hpp's readers, or traced
+// (sequence_trace.hpp: the chain's trace, then the records), the GPU's default.
+enum class Pass2b { kGeneral, kFastBits, kWindow, kTraced };
+const char* pass2b_name(Pass2b p) {
+  return p == Pass2b::kGeneral ? "general" : p == Pass2b::kFastBits ? "bits" : p == Pass2b::kWindow ? "window" : "traced";
+}
+
+// Pass 2b of one block with needs_sequences(*st): `symbols` and `chain` are its two table sets
+// (or copies of them), `blk` its scratch.
+void run_pass_2b(const std::uint8_t* src, zl::BlockStep* st, const zl::SeqTables* symbols, const zl::ChainTables* chain,
+                 std::uint8_t* blk, Pass2b pass) {
+  static_assert(zl::TraceWindow::kRingWords >= zl::BackwardWordQueue::kRingWords, "one ring for both");
+  zl::u64 ring[zl::TraceWindow::kRingWords];  // the GPU lane's stream ring (the larger of the two)
+  if (pass == Pass2b::kTraced) {
+    zl::decode_block_sequences_traced(src, st, chain, symbols, zl::seq_code_words(), blk, ring);
+    return;
+  }
+  const zl::SeqReader reader = pass == Pass2b::kGeneral    ? zl::SeqReader::kGeneral
+                               : pass == Pass2b::kFastBits ? zl::SeqReader::kFastBits
+                                                           : zl::SeqReader::kWindow;
+  zl::decode_block_sequences(src, st, symbols, blk, reader, zl::seq_code_words(), ring);
+}
+
 // A buffer after passes 1 and 2: its steps and their scratch.
 struct SplitBuffer {
   std::vector<zl::BlockStep> steps;
@@ -69,7 +93,7 @@ DecodeStatus multi_team_execute(const std::uint8_t* src, SplitBuffer* b, std::ui
 std::uint64_t g_team_seed = 0;  // a new random order for every emulated several-team run
 
 // Passes 1 and 2 of split_decode (see there).
-SplitBuffer split_prepare(const std::uint8_t* src, std::size_t n, bool reverse, zl::SeqReader reader) {
+SplitBuffer split_prepare(const std::uint8_t* src, std::size_t n, bool reverse, Pass2b pass) {
   short norm[zl::kFseMaxSymbols];
   zl::PlanTotals count{}, wrote{}, bound{};
   zl::plan_buffer(src, n, nullptr, 0, norm, &count);
@@ -100,15 +124,18 @@ SplitBuffer split_prepare(const std::uint8_t* src, std::size_t n, bool reverse, 
     }
   }
   if (reverse) {
-    // Pass 2b from a copy of each block's tables, as the GPU's shared-memory slot.
+    // Pass 2b from copies of each block's tables, as the GPU's shared-memory slots.
     std::unique_ptr<zl::SeqTables> slot(new zl::SeqTables);
-    zl::u64 ring[zl::BackwardWordQueue::kRingWords];  // the GPU lane's stream ring
+    std::unique_ptr<zl::ChainTables> chain(new zl::ChainTables);
     for (auto& st : steps) {
       if (!zl::needs_sequences(st)) continue;
       std::memset(static_cast<void*>(slot.get()), 0x5A, sizeof(zl::SeqTables));
+      std::memset(static_cast<void*>(chain.get()), 0x5A, sizeof(zl::ChainTables));
       std::memcpy(static_cast<void*>(slot.get()), zl::step_seq_tables(st, scratch + st.scratch),
                   sizeof(zl::SeqTables));
-      zl::decode_block_sequences(src, &st, slot.get(), scratch + st.scratch, reader, zl::seq_code_words(), ring);
+      std::memcpy(static_cast<void*>(chain.get()), zl::step_chain_tables(st, scratch + st.scratch),
+                  sizeof(zl::ChainTables));
+      run_pass_2b(src, &st, slot.get(), chain.get(), scratch + st.scratch, pass);
     }
   }
   for (const auto& st : steps) {
@@ -129,8 +156,8 @@ SplitBuffer split_prepare(const std::uint8_t* src, std::size_t n, bool reverse, 
 // order, and eight taking them in a random order; both must give execute_steps' status and,
 // when ok, its bytes.
 DecodeStatus split_decode(const std::uint8_t* src, std::size_t n, std::uint8_t* dst, std::size_t size, bool verify,
-                          bool reverse, zl::SeqReader reader) {
-  SplitBuffer b = split_prepare(src, n, reverse, reader);
+                          bool reverse, Pass2b pass) {
+  SplitBuffer b = split_prepare(src, n, reverse, pass);
   std::uint64_t acc[4];
   const DecodeStatus s =
       zl::execute_steps(zl::SerialTeam{}, src, b.steps.data(), b.steps.size(), b.scratch.get(), dst, size, verify, acc);
@@ -159,10 +186,10 @@ DecodeStatus shared_decode(const Bytes& enc, std::size_t size, Bytes* out, bool 
   out->assign(dst.get(), dst.get() + size);
   std::unique_ptr<std::uint8_t[]> dst2(new std::uint8_t[size ? size : 1]());
   // Calls alternate between the forward order and the GPU's order, whose pass 2b takes turns
-  // with the word window and the fast bit reader.
+  // traced (the GPU's default), with the word window and with the fast bit reader.
   const int call = calls++;
-  const DecodeStatus s2 = split_decode(src.get(), enc.size(), dst2.get(), size, verify, call % 2 == 1,
-                                       call % 4 == 1 ? zl::SeqReader::kWindow : zl::SeqReader::kFastBits);
+  const Pass2b turn[3] = {Pass2b::kTraced, Pass2b::kWindow, Pass2b::kFastBits};
+  const DecodeStatus s2 = split_decode(src.get(), enc.size(), dst2.get(), size, verify, call % 2 == 1, turn[(call / 2) % 3]);
   EXPECT_STREQ(decode_status_name(s2), decode_status_name(s)) << "split passes vs one pass, call " << calls;
   if (s == DecodeStatus::kOk && s2 == DecodeStatus::kOk) {
     EXPECT_TRUE(std::memcmp(dst.get(), dst2.get(), size) == 0) << "split passes: bytes differ, call " << calls;
@@ -606,26 +633,30 @@ TEST(ZstdLogic, ThirtyTwoBitRepeatOffsetsMatchTheSixtyFourBitForm) {
   }
 }
 
-// Pass 2b of one block (step `st`, tables `t`, scratch `blk`) with each SeqReader: the fast
-// and window readers must give the general reader's status, record count, repeat offsets and
-// records 0..n_ok of each array (step_rec_stride long, one after another). *ref gets the general
-// reader's result.
+// Pass 2b of one block (step `st`, tables `t` and `chain`, scratch `blk`) each way: the fast
+// and window readers and the traced pass must give the general reader's status, record count,
+// repeat offsets, records 0..n_ok of each array (step_rec_stride long, one after another) and
+// group table (entries 0 to ceil(n_ok / 32)). *ref gets the general reader's result.
 void expect_sequence_readers_agree(const std::uint8_t* src, const zl::BlockStep& st, const zl::SeqTables* t,
-                                   std::uint8_t* blk, zl::BlockStep* ref) {
+                                   const zl::ChainTables* chain, std::uint8_t* blk, zl::BlockStep* ref) {
   const std::size_t rec_bytes = std::size_t(12) * zl::step_rec_stride(st);
   std::uint8_t* recs = blk + zl::step_lit_bytes(st);
-  std::vector<std::uint8_t> first;
-  zl::u64 ring[zl::BackwardWordQueue::kRingWords];
-  for (zl::SeqReader reader : {zl::SeqReader::kGeneral, zl::SeqReader::kFastBits, zl::SeqReader::kWindow}) {
+  auto* groups = reinterpret_cast<zl::GroupStart*>(blk + zl::step_groups_at(st));
+  const std::size_t group_bytes = sizeof(zl::GroupStart) * zl::step_group_entries(st);
+  std::vector<std::uint8_t> first, first_groups;
+  for (Pass2b pass : {Pass2b::kGeneral, Pass2b::kFastBits, Pass2b::kWindow, Pass2b::kTraced}) {
     zl::BlockStep s = st;
     std::memset(recs, 0xEE, rec_bytes);
-    zl::decode_block_sequences(src, &s, t, blk, reader, zl::seq_code_words(), ring);
-    if (reader == zl::SeqReader::kGeneral) {
+    std::memset(static_cast<void*>(groups), 0xEE, group_bytes);
+    run_pass_2b(src, &s, t, chain, blk, pass);
+    const auto* g = reinterpret_cast<const std::uint8_t*>(groups);
+    if (pass == Pass2b::kGeneral) {
       *ref = s;
       first.assign(recs, recs + rec_bytes);
+      first_groups.assign(g, g + group_bytes);
       continue;
     }
-    SCOPED_TRACE("reader " + std::to_string(static_cast<int>(reader)));
+    SCOPED_TRACE(std::string("pass 2b ") + pass2b_name(pass));
     ASSERT_EQ(s.status, ref->status);
     ASSERT_EQ(s.n_ok, ref->n_ok);
     for (int q = 0; q < 3; ++q) EXPECT_EQ(s.reps_end[q], ref->reps_end[q]);
@@ -633,15 +664,25 @@ void expect_sequence_readers_agree(const std::uint8_t* src, const zl::BlockStep&
       const std::size_t at = std::size_t(4) * zl::step_rec_stride(st) * a, len = std::size_t(4) * s.n_ok;
       ASSERT_EQ(std::memcmp(recs + at, first.data() + at, len), 0) << "array " << a;
     }
+    const std::size_t used = sizeof(zl::GroupStart) * ((s.n_ok + zl::kGroupSeqs - 1) / zl::kGroupSeqs + 1);
+    ASSERT_EQ(std::memcmp(g, first_groups.data(), used), 0) << "group table";
   }
 }
 
-// The three readers of pass 2b on streams no encoder writes: random bits read with small
-// hand-made tables whose offset codes include 31 (offsets of 2^31 and more, which the window
-// loop hands to the general reader), 29-30 (with the longest length codes, sequences of more
-// than 64 bits, after which the window reader's ring must have copied two words) and 0-1
-// (repeat offsets, "rep[0] - 1" included), and length codes with the most extra bits. The
-// same status, records and repeat offsets from each.
+// The ChainTables entry of a SeqTables entry of code `code` (0 literal lengths, 1 match
+// lengths, 2 offsets): (k << 5) | the symbol's extra-bit count, as pass 2a packs it.
+zl::u16 chain_of(zl::u16 packed, int code) {
+  const zl::u32 sym = packed & 63u, k = packed >> 6;
+  const zl::u32 extra = code == 0 ? zl::ll_bits(sym) : code == 1 ? zl::ml_bits(sym) : sym;
+  return static_cast<zl::u16>(k << 5 | extra);
+}
+
+// The readers of pass 2b and the traced pass on streams no encoder writes: random bits read
+// with small hand-made tables whose offset codes include 31 (offsets of 2^31 and more, which
+// the window loop hands to the general reader), 29-30 (with the longest length codes,
+// sequences of more than 64 bits, after which the window reader's and the trace's rings must
+// have copied two words) and 0-1 (repeat offsets, "rep[0] - 1" included), and length codes
+// with the most extra bits. The same status, records, group table and repeat offsets from each.
 TEST(ZstdLogic, SequenceReadersAgreeOnCraftedStreams) {
   std::mt19937 rng(20261123);
   long handed_over = 0;
@@ -666,10 +707,17 @@ TEST(ZstdLogic, SequenceReadersAgreeOnCraftedStreams) {
     src.back() |= 0x80;  // the stream's end marker
     st.seq_at = 16;
     st.seq_avail = stream_bytes;
+    std::unique_ptr<zl::ChainTables> chain(new zl::ChainTables{});
+    chain->ll_log = chain->ml_log = chain->of_log = 2;
+    for (zl::u32 k = 0; k < 4; ++k) {
+      chain->ll[k] = chain_of(t->ll[k], 0);
+      chain->ml[k] = chain_of(t->ml[k], 1);
+      chain->of[k] = chain_of(t->of[k], 2);
+    }
     std::vector<std::uint8_t> blk(zl::step_scratch_bytes(st));
     zl::BlockStep ref{};
     SCOPED_TRACE("trial " + std::to_string(trial));
-    expect_sequence_readers_agree(src.data(), st, t.get(), blk.data(), &ref);
+    expect_sequence_readers_agree(src.data(), st, t.get(), chain.get(), blk.data(), &ref);
     if (::testing::Test::HasFatalFailure()) return;
     handed_over += trial % 3 == 0 && ref.n_ok > 4;
   }
@@ -715,7 +763,8 @@ TEST(ZstdLogic, SequenceReadersGiveTheSameRecords) {
       zl::BlockStep ref{};
       SCOPED_TRACE("frame " + std::to_string(f));
       expect_sequence_readers_agree(enc.data(), st, zl::step_seq_tables(st, scratch.data() + st.scratch),
-                                    scratch.data() + st.scratch, &ref);
+                                    zl::step_chain_tables(st, scratch.data() + st.scratch), scratch.data() + st.scratch,
+                                    &ref);
       if (::testing::Test::HasFatalFailure()) return;
       errors += ref.status != static_cast<std::uint32_t>(DecodeStatus::kOk);
     }
@@ -796,6 +845,21 @@ TEST(ZstdLogic, PackedSequenceTablesUnpackToTheBuiltEntries) {
         same(zl::of_entry(p, s), t->of[s], t->of_log, "of", s);
         same(zl::of_entry(&v, s), t->of[s], t->of_log, "of (view)", s);
       }
+      // The trace's tables: the same next states, and each symbol's extra-bit count.
+      const zl::ChainTables* c = zl::step_chain_tables(st, scratch.data() + st.scratch);
+      ASSERT_EQ(c->ll_log, t->ll_log);
+      ASSERT_EQ(c->ml_log, t->ml_log);
+      ASSERT_EQ(c->of_log, t->of_log);
+      const auto chain_same = [&](zl::u16 packed, const zl::FseEntry& b, zl::u32 log, zl::u32 extra, const char* code,
+                                  zl::u32 s) {
+        const zl::ChainStep cs = zl::chain_step(packed, log);
+        ASSERT_EQ(cs.nbits, b.nbits) << code << " state " << s;
+        ASSERT_EQ(cs.next(log, 0), b.base) << code << " state " << s;
+        ASSERT_EQ(zl::chain_extra(packed), extra) << code << " state " << s;
+      };
+      for (zl::u32 s = 0; s < (1u << t->ll_log); ++s) chain_same(c->ll[s], t->ll[s], t->ll_log, zl::ll_bits(t->ll[s].symbol), "chain ll", s);
+      for (zl::u32 s = 0; s < (1u << t->ml_log); ++s) chain_same(c->ml[s], t->ml[s], t->ml_log, zl::ml_bits(t->ml[s].symbol), "chain ml", s);
+      for (zl::u32 s = 0; s < (1u << t->of_log); ++s) chain_same(c->of[s], t->of[s], t->of_log, t->of[s].symbol, "chain of", s);
     }
   }
   std::printf("[ZstdLogic] packed tables: %ld tables, %ld states (modes: %d predefined, %d RLE, %d FSE)\n", tables,
@@ -803,6 +867,135 @@ TEST(ZstdLogic, PackedSequenceTablesUnpackToTheBuiltEntries) {
   EXPECT_GT(modes[0], 0);
   EXPECT_GT(modes[1], 0);
   EXPECT_GT(modes[2], 0);
+}
+
+// The GPU records pass's cut of a sequence's extra bits (sequence_trace.hpp, stream_words and
+// cut_words: two aligned words and a shift, where both words lie inside the stream or, with
+// lead_ok, start at most 7 bytes before it) against the byte reader, at every alignment of the
+// stream, positions up to its last bit, and widths 0-63. The buffer holds the stream and, with
+// lead_ok, exactly 8 bytes before it, so that AddressSanitizer sees any word read outside.
+TEST(ZstdLogic, TracedExtraBitsFromAlignedWordsMatchTheByteReader) {
+  std::mt19937 rng(11);
+  long whole = 0, bytes = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const bool lead_ok = trial % 2 == 0;
+    const std::size_t size = 1 + rng() % 200, lead = lead_ok ? 8 : 0;
+    // An 8-byte aligned allocation, the stream at a random offset m inside its first word.
+    const std::size_t m = rng() % 8;
+    std::unique_ptr<zl::u64[]> words(new zl::u64[(lead + m + size + 7) / 8 + 1]);
+    auto* base = reinterpret_cast<std::uint8_t*>(words.get());
+    for (std::size_t k = 0; k < lead + m + size; ++k) base[k] = static_cast<std::uint8_t>(rng());
+    const std::uint8_t* p = base + lead + m;
+    for (int q = 0; q < 20; ++q) {
+      const zl::u32 n = static_cast<zl::u32>(rng() % 64);
+      if (n > size * 8) continue;
+      const zl::u32 lo = static_cast<zl::u32>(rng() % (size * 8 - n + 1));
+      const zl::u64 want = zl::stream_bits_bytes(p, size, lo, n);
+      const zl::StreamWords sw = zl::stream_words(p, size, lo, lead_ok);
+      if (!sw.whole) {
+        ++bytes;
+        continue;
+      }
+      ++whole;
+      // Inside the stream, or from 8 bytes before it with lead_ok.
+      const auto* first = reinterpret_cast<const std::uint8_t*>(sw.w);
+      ASSERT_GE(first, lead_ok ? p - 8 : p) << "trial " << trial;
+      ASSERT_LE(first + 16, p + size) << "trial " << trial;
+      const zl::u64 w0 = zl::load_le64(first), w1 = zl::load_le64(first + 8);
+      ASSERT_EQ(zl::cut_words(w0, w1, sw.shift) & ((zl::u64(1) << n) - 1), want)
+          << "trial " << trial << ", lo " << lo << ", n " << n << ", offset " << m;
+      ASSERT_EQ(zl::stream_bits(p, size, lo, n, lead_ok), want);
+    }
+  }
+  EXPECT_GT(whole, 10000);
+  EXPECT_GT(bytes, 1000);
+}
+
+// The traced pass's repeat offsets (sequence_trace.hpp): a RepMap per sequence, composed,
+// gives every sequence the offset and list update_repeat_offsets gives it one after another,
+// from the block's symbolic incoming list; composed in a warp scan's order (lane l takes the
+// composition of lanes l - d .. l for d = 1, 2, 4, 8, 16, then the carry of the chunks before)
+// as well as left to right, and, for chunks without a repeat offset, as the GPU's shortcut
+// (rep_after_literals) takes them. Every Offset_Value class, literal length 0 or not, and
+// "rep[0] - 1" down to the error it gives at a literal offset of 1.
+TEST(ZstdLogic, RepeatOffsetMapsComposeLikeTheSerialUpdate) {
+  std::mt19937 rng(20261127);
+  long errors = 0, literal_zero_checks = 0, literals_chunks = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 200);
+    const bool numeric = trial % 3 == 0;  // like numeric fields: (almost) no repeat offsets
+    std::vector<zl::u32> of_values(n), lls(n);
+    for (int i = 0; i < n; ++i) {
+      const zl::u32 r = rng() % 10;
+      // small offsets (4 and 5: literal offsets 1 and 2, which "rep[0] - 1" takes to zero)
+      of_values[i] = r < 5 && !numeric ? 1 + rng() % 3 : r < 7 ? 4 + rng() % 2 : r < 9 ? 4 + rng() % 100000 : 0xFFFFFFFFu;
+      if (numeric && rng() % 500 == 0) of_values[i] = 1 + rng() % 3;
+      lls[i] = rng() % 3 == 0 ? 0 : 1 + rng() % 40;
+    }
+    // The serial update, symbolic from the block's start (as split.hpp's readers).
+    zl::RepeatOffsets reps{{zl::sym_rep(0), zl::sym_rep(1), zl::sym_rep(2)}};
+    std::vector<zl::u64> want_offset;
+    std::vector<zl::RepeatOffsets> want_list;
+    int first_error = n;
+    for (int i = 0; i < n; ++i) {
+      zl::u64 off = 0;
+      if (zl::update_repeat_offsets(&reps, of_values[i], lls[i], &off) != DecodeStatus::kOk) {
+        first_error = i;
+        break;
+      }
+      want_offset.push_back(off);
+      want_list.push_back(reps);
+    }
+    errors += first_error < n;
+    // Left to right.
+    zl::RepMap list = zl::rep_identity();
+    for (int i = 0; i < n; ++i) {
+      const zl::RepMap after = zl::rep_then(list, zl::rep_of_sequence(of_values[i], lls[i]));
+      if (i == first_error) {
+        ASSERT_FALSE(zl::rep_offset_ok(after)) << "trial " << trial << ", sequence " << i;
+        break;
+      }
+      ASSERT_TRUE(zl::rep_offset_ok(after)) << "trial " << trial << ", sequence " << i;
+      list = after;
+      ASSERT_EQ(zl::rep_entry64(list, 0), want_offset[i]) << "trial " << trial << ", sequence " << i;
+      for (int k = 0; k < 3; ++k) ASSERT_EQ(zl::rep_entry64(list, k), want_list[i].rep[k]) << "trial " << trial;
+      ++literal_zero_checks;
+    }
+    // In chunks of 32, each scanned as a warp does.
+    zl::RepMap carry = zl::rep_identity();
+    for (int base = 0; base < n && base <= first_error; base += 32) {
+      zl::RepMap m[32];
+      for (int l = 0; l < 32; ++l) {
+        m[l] = base + l < n ? zl::rep_of_sequence(of_values[base + l], lls[base + l]) : zl::rep_identity();
+      }
+      for (int d = 1; d < 32; d <<= 1) {
+        zl::RepMap next[32];
+        for (int l = 0; l < 32; ++l) next[l] = l >= d ? zl::rep_then(m[l - d], m[l]) : m[l];
+        std::copy(next, next + 32, m);
+      }
+      bool literals_only = true;  // the GPU's shortcut for chunks without a repeat offset
+      for (int l = 0; l < 32 && base + l < n; ++l) literals_only = literals_only && of_values[base + l] > 3;
+      literals_chunks += literals_only;
+      for (int l = 0; l < 32 && base + l < n; ++l) {
+        const zl::RepMap mine = zl::rep_then(carry, m[l]);
+        if (literals_only) {
+          const auto off = [&](int j) { return j >= 0 ? of_values[base + j] - 3 : 0u; };
+          const zl::RepMap fast = zl::rep_after_literals(carry, static_cast<zl::u32>(l), off(l), off(l - 1), off(l - 2));
+          for (int k = 0; k < 3; ++k) ASSERT_EQ(zl::rep_entry64(fast, k), zl::rep_entry64(mine, k)) << "trial " << trial;
+        }
+        if (base + l == first_error) {
+          ASSERT_FALSE(zl::rep_offset_ok(mine)) << "trial " << trial;
+          break;
+        }
+        ASSERT_TRUE(zl::rep_offset_ok(mine)) << "trial " << trial;
+        for (int k = 0; k < 3; ++k) ASSERT_EQ(zl::rep_entry64(mine, k), want_list[base + l].rep[k]) << "trial " << trial;
+      }
+      carry = zl::rep_then(carry, m[31]);
+    }
+  }
+  EXPECT_GT(errors, 100);  // "rep[0] - 1" reached a literal zero in many trials
+  EXPECT_GT(literals_chunks, 1000);
+  EXPECT_GT(literal_zero_checks, 100000);
 }
 
 // Pass 3 by several teams (execute_groups.hpp), emulated: one team in order, 8 and 32 in
@@ -837,7 +1030,7 @@ TEST(ZstdLogic, SeveralTeamsExecuteByteExactAgainstLibzstd) {
     SCOPED_TRACE(name);
     Bytes want;
     ASSERT_TRUE(libzstd_decode(enc, got_size, &want));
-    SplitBuffer b = split_prepare(enc.data(), enc.size(), true, zl::SeqReader::kWindow);
+    SplitBuffer b = split_prepare(enc.data(), enc.size(), true, Pass2b::kTraced);
     const std::pair<std::uint32_t, std::uint64_t> runs[] = {{1, 0}, {8, 1}, {8, 2}, {8, 3}, {32, 4}};
     for (const auto& [teams, seed] : runs) {
       std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[got_size ? got_size : 1]);
@@ -875,7 +1068,7 @@ TEST(ZstdLogic, SeveralTeamsKeepTheSerialStatusOnDamagedFrames) {
       case 5: m.erase(m.begin() + static_cast<long>(m.size() / 2 + rng() % (m.size() / 2))); break;
     }
     const bool verify = iter % 5 != 4;
-    SplitBuffer b = split_prepare(m.data(), m.size(), true, zl::SeqReader::kWindow);
+    SplitBuffer b = split_prepare(m.data(), m.size(), true, Pass2b::kTraced);
     std::unique_ptr<std::uint8_t[]> ref(new std::uint8_t[size]());
     std::uint64_t acc[4];
     const DecodeStatus want = zl::execute_steps(zl::SerialTeam{}, m.data(), b.steps.data(), b.steps.size(),

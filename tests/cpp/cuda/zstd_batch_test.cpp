@@ -277,9 +277,10 @@ TEST(ZstdBatch, ScratchTablesOnRequestGiveTheSameBytes) {
   run_full(cases, true);
 }
 
-// The sequences kernel's other stream readers (CUBESTREAM_ZSTD_SEQ_READER=general, =bits; the
-// default is the word window): same statuses and bytes as the default, with both table
-// placements; and the default reader with other numbers of steps per warp.
+// Pass 2b's other forms (CUBESTREAM_ZSTD_SEQ_READER=general, =bits, =window: the records made
+// by the sequences kernel itself, v3.10 and before; the default traces the chain and makes the
+// records in zstd_records_kernel, v3.11): same statuses and bytes as the default, with both
+// table placements; and the default with other numbers of steps per warp.
 TEST(ZstdBatch, EverySequenceReaderGivesTheSameBytes) {
   if (!gpu_visible()) GTEST_SKIP() << "no GPU visible";
   const auto cases = mixed_batch();

@@ -85,6 +85,10 @@ struct BlockStep {
   u64 exec_frame;    // offset in the buffer's output of the step's frame
   u64 exec_out;      // offset in the frame of the step's first byte (kStepFrameEnd: the frame's size)
   u64 reps_in[3];    // kStepCompressed: the repeat offsets the block starts with
+  // The traced pass 2b (sequence_trace.hpp): the sequences the trace recorded and its status,
+  // which the records pass turns into n_ok and status.
+  u32 trace_n;
+  u32 trace_status;
 };
 
 // A block decodes to at most 128 KiB and every sequence has a match of at least 3 bytes, so
@@ -198,6 +202,24 @@ CS_HD inline FseEntry ml_entry(const SeqTablesView* t, u32 s) { return unpack_se
 CS_HD inline FseEntry of_entry(const SeqTablesView* t, u32 s) { return unpack_seq_entry(t->of[s], t->of_log); }
 static_assert(sizeof(SeqTables) % 16 == 0, "SeqTables is copied in 16-byte words");
 
+// The same three tables packed for the traced pass 2b's dependent chain (sequence_trace.hpp),
+// which needs of a state only where its next state comes from and how many extra bits its
+// sequence carries, not its symbol: (k << 5) | extra, k as in SeqTables (10 bits) and the
+// symbol's extra-bit count (literal and match lengths <= 16, offsets = their code <= 31: 5
+// bits). With the extra-bit count in the entry, the chain makes one shared-memory load per
+// sequence and code, not two (the entry, then its code's word).
+struct ChainTables {
+  u16 ll[1u << kLlMaxLog];
+  u16 ml[1u << kMlMaxLog];
+  u16 of[1u << kOfMaxLog];
+  u32 ll_log, ml_log, of_log, pad;
+};
+static_assert(sizeof(ChainTables) % 16 == 0, "ChainTables is copied in 16-byte words");
+CS_HD inline u16 pack_chain_entry(const FseEntry& e, u32 log, u32 extra_bits) {
+  const u32 k = (u32(e.base) + (1u << log)) >> e.nbits;
+  return static_cast<u16>((k << 5) | extra_bits);
+}
+
 // Where each group of kGroupSeqs sequences of a block starts, for executing the groups of a
 // frame by several teams at once (execute_groups.hpp): pass 2b, which reads the sequences in
 // order anyway, writes entry g = the output and literal offsets, within the block, of record
@@ -213,9 +235,10 @@ inline constexpr u32 kGroupSeqs = 32;
 CS_HD inline u64 step_group_entries(const BlockStep& s) { return (s.seq_cap + kGroupSeqs - 1) / kGroupSeqs + 1; }
 
 // A block's scratch: literals, the three record arrays, then (blocks with sequences) its
-// SeqTables and its GroupStart table, each part 16-byte aligned.
+// SeqTables, its ChainTables and its GroupStart table, each part 16-byte aligned.
 CS_HD inline u64 step_tables_at(const BlockStep& s) { return step_lit_bytes(s) + align16(u64(12) * step_rec_stride(s)); }
-CS_HD inline u64 step_groups_at(const BlockStep& s) { return step_tables_at(s) + sizeof(SeqTables); }
+CS_HD inline u64 step_chain_at(const BlockStep& s) { return step_tables_at(s) + sizeof(SeqTables); }
+CS_HD inline u64 step_groups_at(const BlockStep& s) { return step_chain_at(s) + sizeof(ChainTables); }
 CS_HD inline u64 step_scratch_bytes(const BlockStep& s) {
   if (s.nb_seq == 0) return step_tables_at(s);
   return step_groups_at(s) + align16(sizeof(GroupStart) * step_group_entries(s));
@@ -479,11 +502,22 @@ CS_HD DecodeStatus entropy_front(const Team& team, const u8* src, const BlockSte
   for (u32 i = team.rank(); i < nll; i += team.size()) out->ll[i] = pack_seq_entry(t->ll[i], t->ll_log);
   for (u32 i = team.rank(); i < nml; i += team.size()) out->ml[i] = pack_seq_entry(t->ml[i], t->ml_log);
   for (u32 i = team.rank(); i < nof; i += team.size()) out->of[i] = pack_seq_entry(t->of[i], t->of_log);
+  // And for the traced pass 2b, with each symbol's extra-bit count in place of the symbol.
+  ChainTables* chain = reinterpret_cast<ChainTables*>(blk + step_chain_at(s));
+  for (u32 i = team.rank(); i < nll; i += team.size()) {
+    chain->ll[i] = pack_chain_entry(t->ll[i], t->ll_log, ll_bits(t->ll[i].symbol));
+  }
+  for (u32 i = team.rank(); i < nml; i += team.size()) {
+    chain->ml[i] = pack_chain_entry(t->ml[i], t->ml_log, ml_bits(t->ml[i].symbol));
+  }
+  for (u32 i = team.rank(); i < nof; i += team.size()) {
+    chain->of[i] = pack_chain_entry(t->of[i], t->of_log, t->of[i].symbol);
+  }
   if (team.rank() == 0) {
-    out->ll_log = t->ll_log;
-    out->ml_log = t->ml_log;
-    out->of_log = t->of_log;
-    out->pad = 0;
+    out->ll_log = chain->ll_log = t->ll_log;
+    out->ml_log = chain->ml_log = t->ml_log;
+    out->of_log = chain->of_log = t->of_log;
+    out->pad = chain->pad = 0;
   }
   return DecodeStatus::kOk;
 }
