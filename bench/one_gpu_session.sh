@@ -11,6 +11,7 @@
 #   loader-tests  LoaderCuda* and HostDecode* (the GPU path's bits against the host path's)
 #   gpu-tests     every GPU suite (Gpu*, Zstd*, Lz4*, Blosc*, LoaderCuda*, HostDecode*,
 #                 DeviceRead*), then the Python codec and loader tests on the GPU
+#   zstd-tests    the GPU Zstandard decoder's suites alone (ZstdBatch*, LargestFirst*, GpuBatch*)
 #   memcheck      compute-sanitizer memcheck over MEMCHECK_FILTER
 #   pytest-loader tests/python/test_loader.py on the GPU
 #   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5) under two
@@ -18,7 +19,7 @@
 #                 sequence reader, CUBESTREAM_ZSTD_SEQ_READER=bits), alternated ZSTD_ROUNDS times:
 #                 A/B -> zstd_{a,b}_rN.md
 #   zstd-ncu      ncu: time, occupancy and instruction counts of each zstd kernel at levels 3 and 5
-#                 (256 x 4 MiB), each environment -> ncu_{a,b}.log
+#                 (ZSTD_NCU_BATCH, default 256 x 4 MiB), each environment -> ncu_{a,b}.log
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
 #   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_EPOCHS, TRAIN_BUDGET_S)
 #   cold          bench/cold_loader.py on the train store (needs root for drop_caches)
@@ -77,6 +78,10 @@ step gpu-tests 300 '
     tests/python/test_codecs.py tests/python/test_loader.py >$OUT/logs/pytest.log 2>&1 || rc=$?
   tail -6 $OUT/logs/pytest.log; exit $rc'
 
+step zstd-tests 240 '
+  $BUILD/tests/cubestream_tests --gtest_filter="ZstdBatch*:LargestFirst*:GpuBatch*" >$OUT/logs/zstd_tests.log 2>&1; rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/zstd_tests.log | head -20; exit $rc'
+
 step memcheck 300 '
   compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
     --gtest_filter="'"$MEMCHECK_FILTER"'" >$OUT/logs/memcheck.log 2>&1; rc=$?
@@ -101,9 +106,9 @@ step zstd-ncu 300 '
   for side in a b; do
     if [ $side = a ]; then e="'"$ZSTD_ENV_A"'"; else e="'"$ZSTD_ENV_B"'"; fi
     for l in 3 5; do
-      echo "---- side $side ($e), level $l, 256 x 4 MiB"
-      env $e ncu --kernel-name regex:zstd_ --launch-count 5 --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,smsp__inst_executed.sum,smsp__thread_inst_executed_per_inst_executed.ratio \
-        $BUILD/gpu_zstd_bench --big 256 --small 0 --repeat 1 --v1-repeat 0 --levels $l 2>&1 |
+      echo "---- side $side ($e), level $l, '"${ZSTD_NCU_BATCH:---big 256 --small 0}"'"
+      env $e ncu --kernel-name regex:zstd_ --launch-count '"${ZSTD_NCU_LAUNCHES:-5}"' --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,smsp__inst_executed.sum,smsp__thread_inst_executed_per_inst_executed.ratio \
+        $BUILD/gpu_zstd_bench '"${ZSTD_NCU_BATCH:---big 256 --small 0}"' --repeat 1 --v1-repeat 0 --levels $l 2>&1 |
         grep -E "zstd_[a-z_]+kernel|gpu__time|warps_active|registers|inst_executed" | sed -E "s/\(.*//"
     done >$OUT/ncu_$side.log
     grep -E "kernel|gpu__time" $OUT/ncu_$side.log
