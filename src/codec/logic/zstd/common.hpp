@@ -281,6 +281,47 @@ struct FastBackwardBits {
 };
 
 
+// Aligned 8-byte word k of a stream's words from `a` (8-byte aligned): one load on the GPU.
+CS_HD inline u64 stream_word(const u8* a, u32 k) {
+#if CS_DEVICE_PASS
+  return reinterpret_cast<const u64*>(a)[k];
+#else
+  return load_le64(a + 8 * std::size_t(k));
+#endif
+}
+
+// Rings of stream words in shared memory, filled ahead of their use by asynchronous copies
+// (cp.async, 8 bytes each, cached in L1; plain loads on the host), which the GPU's sequence
+// readers (BackwardWordQueue below, TraceWindow in sequence_trace.hpp) wait for in groups: a
+// reader commits one group per step and waits until at most `kPending` of its latest groups
+// are still in flight, so that no register load is waited on inside a step.
+template <u32 kRingWords>
+CS_HD inline void ring_copy_word(u64* ring, const u8* a, u32 k) {
+#if CS_DEVICE_PASS
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(ring + (k & (kRingWords - 1))));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(a + 8 * std::size_t(k)) : "memory");
+#else
+  ring[k & (kRingWords - 1)] = stream_word(a, k);
+#endif
+}
+CS_HD inline void ring_commit() {
+#if CS_DEVICE_PASS
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int kPending>
+CS_HD inline void ring_wait() {
+#if CS_DEVICE_PASS
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+#endif
+}
+// Waits for every copy (before a ring is reused for another stream).
+CS_HD inline void ring_drain() {
+#if CS_DEVICE_PASS
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 // A third reader of the same backward stream, for the GPU's sequence pass (pass 2b): a
 // 128-bit window of two aligned 8-byte words (`hi` = word j, `lo` = word j - 1, counting
 // words from `a`, the stream's start rounded down to 8 bytes) and the next two words below
@@ -300,13 +341,7 @@ struct BackwardWordWindow {
   u32 j;
   u64 hi, lo, n1, n2;
 
-  CS_HD u64 word(u32 k) const {
-#if CS_DEVICE_PASS
-    return reinterpret_cast<const u64*>(a)[k];
-#else
-    return load_le64(a + 8 * std::size_t(k));
-#endif
-  }
+  CS_HD u64 word(u32 k) const { return stream_word(a, k); }
   // The window for `pos` bits left of the stream p[0, size) (p - 8 still inside the caller's
   // buffer: the first word may start up to 7 bytes before p). Returns abit.
   CS_HD u32 init(const u8* p, std::size_t size, u32 pos) {
@@ -377,32 +412,10 @@ struct BackwardWordQueue : BackwardWordWindow {
   u32 crossed;  // words the window moved down since the last step_end (0-2)
   u32 lowest;   // the lowest word copied (or loaded) into the ring so far
 
-  CS_HD void copy_to_ring(u32 k) {
-#if CS_DEVICE_PASS
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(ring + (k & (kRingWords - 1))));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(a + 8 * std::size_t(k)) : "memory");
-#else
-    ring[k & (kRingWords - 1)] = word(k);
-#endif
-  }
-  // Waits for every copy but those of the latest step_end.
-  CS_HD static void wait_all_but_latest() {
-#if CS_DEVICE_PASS
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
-#endif
-  }
-  CS_HD static void commit() {
-#if CS_DEVICE_PASS
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-  }
+  CS_HD void copy_to_ring(u32 k) { ring_copy_word<kRingWords>(ring, a, k); }
   CS_HD u64 from_ring(u32 k) const { return ring[k & (kRingWords - 1)]; }
   // Waits for every copy (before the ring is reused for another stream).
-  CS_HD static void drain() {
-#if CS_DEVICE_PASS
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-  }
+  CS_HD static void drain() { ring_drain(); }
 
   CS_HD u32 init(const u8* p, std::size_t size, u32 pos, u64* ring_words) {
     const u32 abit = BackwardWordWindow::init(p, size, pos);
@@ -433,8 +446,8 @@ struct BackwardWordQueue : BackwardWordWindow {
     if (want < lowest) copy_to_ring(lowest - 1);
     if (want + 1 < lowest) copy_to_ring(lowest - 2);
     lowest = want;
-    commit();
-    wait_all_but_latest();
+    ring_commit();
+    ring_wait<1>();  // every copy but those of this step_end
     n1 = from_ring(j - 2);
     n2 = from_ring(j - 3);
     crossed = 0;

@@ -98,36 +98,8 @@ struct TraceWindow {
   u32 q, lowest;  // lowest: the lowest word copied into the ring so far
   u64 lo, hi, n1, n2;
 
-  CS_HD u64 word(u32 k) const {
-#if CS_DEVICE_PASS
-    return reinterpret_cast<const u64*>(a)[k];
-#else
-    return load_le64(a + 8 * std::size_t(k));
-#endif
-  }
-  CS_HD void copy_to_ring(u32 k) {
-#if CS_DEVICE_PASS
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(ring + (k & (kRingWords - 1))));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(a + 8 * std::size_t(k)) : "memory");
-#else
-    ring[k & (kRingWords - 1)] = word(k);
-#endif
-  }
-  CS_HD static void commit() {
-#if CS_DEVICE_PASS
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-  }
-  CS_HD static void wait_lagging() {
-#if CS_DEVICE_PASS
-    asm volatile("cp.async.wait_group %0;" ::"n"(kLag) : "memory");
-#endif
-  }
-  CS_HD static void drain() {
-#if CS_DEVICE_PASS
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-  }
+  CS_HD u64 word(u32 k) const { return stream_word(a, k); }
+  CS_HD void copy_to_ring(u32 k) { ring_copy_word<kRingWords>(ring, a, k); }
   // The window for a stream p[0, size) with `pos` bits left (p - 8 still inside the caller's
   // buffer: the first word may start up to 7 bytes before p); returns abit, the position in
   // the window's count (from a). `ring_words`: kRingWords words of the caller's.
@@ -175,8 +147,8 @@ struct TraceWindow {
     if (want < lowest) copy_to_ring(lowest - 1);
     if (want + 1 < lowest) copy_to_ring(lowest - 2);
     lowest = want < lowest ? want : lowest;
-    commit();
-    wait_lagging();
+    ring_commit();
+    ring_wait<kLag>();
     n1 = ring[(q - 1) & (kRingWords - 1)];
     n2 = ring[(q - 2) & (kRingWords - 1)];
   }
@@ -254,7 +226,7 @@ CS_HD inline DecodeStatus trace_sequences(const u8* src, const BlockStep& s, con
       trace_step(t, &w, &abit, &lls, &mls, &ofs);
       ++i;
     }
-    TraceWindow::drain();
+    ring_drain();
     bits.pos = abit - lead;
     bits.win_byte = ~u64(0);  // the checked reader reloads its window
   }
