@@ -316,15 +316,19 @@ __global__ void __launch_bounds__(kSeqLanes)
             }
             for (; i < words; ++i) to[t][i] = from[t][i];
           }
-          mine->ll_log = logs[0];
-          mine->ml_log = logs[1];
-          mine->of_log = logs[2];
-          // Calls of their own, so that the compiler sees the tables' address space and
-          // looks them up with shared-memory loads rather than generic ones.
+          // The logs go in through the type they are read with. Calls of their own, so that
+          // the compiler sees the tables' address space and looks them up with shared-memory
+          // loads rather than generic ones.
           if (traced) {
-            zl::trace_block_sequences(p, &st, zl::view_of(reinterpret_cast<const zl::ChainTables*>(slot)), blk,
-                                      rings[lane]);
+            auto* chain = reinterpret_cast<zl::ChainTables*>(slot);
+            chain->ll_log = logs[0];
+            chain->ml_log = logs[1];
+            chain->of_log = logs[2];
+            zl::trace_block_sequences(p, &st, zl::view_of(chain), blk, rings[lane]);
           } else {
+            mine->ll_log = logs[0];
+            mine->ml_log = logs[1];
+            mine->of_log = logs[2];
             zl::decode_block_sequences(p, &st, mine, blk, reader, codes, rings[lane]);
           }
         } else if (traced) {
@@ -833,12 +837,12 @@ void zstd_batch_decode(const void* const* d_src, const std::size_t* d_src_sizes,
     const char* smem_env = std::getenv("CUBESTREAM_ZSTD_SEQ_SMEM");
     const auto launch_sequences = [&](unsigned seq_steps, unsigned long long from, unsigned long long to) {
       const std::size_t want_smem = seq_steps * kSeqSlot;
-      // (The kernel's own static shared memory, the code words and the stream rings, comes on
-      // top of the slots.)
+      // The kernel's own static shared memory (the code words, the stream rings, as the
+      // compiler laid them out) comes on top of the slots.
+      cudaFuncAttributes attr{};
+      CS_CUDA_CHECK(cudaFuncGetAttributes(&attr, zstd_sequences_kernel));
       const bool shared_tables = !(smem_env && smem_env[0] == '0') &&
-                                 optin_shared_memory_per_block() >=
-                                     want_smem + zl::kSeqCodeWords * sizeof(zl::u32) +
-                                         kSeqLanes * kSeqRingWords * sizeof(zl::u64);
+                                 optin_shared_memory_per_block() >= want_smem + attr.sharedSizeBytes;
       const std::size_t seq_smem = shared_tables ? want_smem : 0;
       zstd_sequences_kernel<<<sequences_blocks(seq_smem), kSeqLanes, seq_smem, stream>>>(
           d_src, counters, steps, arena, seq_pass.reader, seq_pass.traced, shared_tables, seq_steps, from, to);
