@@ -415,11 +415,11 @@ __device__ void warp_records_from_trace(unsigned lane, const zl::u8* src, zl::Bl
   zl::u32* rec_ll = reinterpret_cast<zl::u32*>(blk + zl::step_lit_bytes(*s));
   zl::u32* rec_ml = rec_ll + zl::step_rec_stride(*s);
   zl::u32* rec_off = rec_ml + zl::step_rec_stride(*s);
-  auto* groups = reinterpret_cast<zl::GroupStart*>(blk + zl::step_groups_at(*s));
+  // Running output and literal sums (the group table's entries), one chunk at a time.
+  zl::detail::GroupSums sums{reinterpret_cast<zl::GroupStart*>(blk + zl::step_groups_at(*s))};
   const zl::u32 traced = s->trace_n;
   const bool lead_ok = s->seq_at >= 8;
   zl::RepMap carry = zl::rep_identity();
-  zl::u64 out = 0, lit = 0;
   zl::u32 n_ok = traced;
   bool rep_error = false;
   // The trace entries of the chunk after the current one, and the current chunk pending.
@@ -469,15 +469,12 @@ __device__ void warp_records_from_trace(unsigned lane, const zl::u8* src, zl::Bl
     const bool ok = lane < count;
     const zl::u32 lit_sum = warp_scan_add(ok ? sv.ll : 0u, lane);
     const zl::u32 out_sum = warp_scan_add(ok ? sv.ll + sv.ml : 0u, lane);
-    if (lane == 0 && count > 0) {
-      groups[base / zl::kGroupSeqs] =
-          zl::GroupStart{zl::detail::GroupSums::saturate(out), zl::detail::GroupSums::saturate(lit)};
-    }
+    if (lane == 0 && count > 0) sums.table[base / zl::kGroupSeqs] = sums.now();
     if (ok) zl::traced_record(sv, list, &rec_ll[i], &rec_ml[i], &rec_off[i]);
     if (count > 0) {
       carry = shfl_map(list, count - 1);
-      out += __shfl_sync(0xFFFFFFFFu, out_sum, count - 1);
-      lit += __shfl_sync(0xFFFFFFFFu, lit_sum, count - 1);
+      sums.out += __shfl_sync(0xFFFFFFFFu, out_sum, count - 1);
+      sums.lit += __shfl_sync(0xFFFFFFFFu, lit_sum, count - 1);
     }
     if (bad) {
       rep_error = true;
@@ -489,8 +486,7 @@ __device__ void warp_records_from_trace(unsigned lane, const zl::u8* src, zl::Bl
     pos1 = pos2;
   }
   if (lane == 0) {
-    groups[(n_ok + zl::kGroupSeqs - 1) / zl::kGroupSeqs] =
-        zl::GroupStart{zl::detail::GroupSums::saturate(out), zl::detail::GroupSums::saturate(lit)};
+    sums.table[(n_ok + zl::kGroupSeqs - 1) / zl::kGroupSeqs] = sums.now();
     s->status = rep_error ? static_cast<zl::u32>(DecodeStatus::kCorrupt) : s->trace_status;
     s->n_ok = n_ok;
     for (int k = 0; k < 3; ++k) s->reps_end[k] = zl::rep_entry64(carry, k);

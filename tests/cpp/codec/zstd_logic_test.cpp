@@ -669,12 +669,13 @@ void expect_sequence_readers_agree(const std::uint8_t* src, const zl::BlockStep&
   }
 }
 
-// The ChainTables entry of a SeqTables entry of code `code` (0 literal lengths, 1 match
-// lengths, 2 offsets): (k << 5) | the symbol's extra-bit count, as pass 2a packs it.
-zl::u16 chain_of(zl::u16 packed, int code) {
-  const zl::u32 sym = packed & 63u, k = packed >> 6;
-  const zl::u32 extra = code == 0 ? zl::ll_bits(sym) : code == 1 ? zl::ml_bits(sym) : sym;
-  return static_cast<zl::u16>(k << 5 | extra);
+// The ChainTables entry of a SeqTables entry of a table of this log and code `code` (0 literal
+// lengths, 1 match lengths, 2 offsets): (k << 5) | the symbol's extra-bit count, as pass 2a
+// packs it.
+zl::u16 chain_of(zl::u16 packed, zl::u32 log, int code) {
+  const zl::FseEntry e = zl::unpack_seq_entry(packed, log);
+  const zl::u32 extra = code == 0 ? zl::ll_bits(e.symbol) : code == 1 ? zl::ml_bits(e.symbol) : e.symbol;
+  return zl::pack_chain_entry(e, log, extra);
 }
 
 // The readers of pass 2b and the traced pass on streams no encoder writes: random bits read
@@ -710,9 +711,9 @@ TEST(ZstdLogic, SequenceReadersAgreeOnCraftedStreams) {
     std::unique_ptr<zl::ChainTables> chain(new zl::ChainTables{});
     chain->ll_log = chain->ml_log = chain->of_log = 2;
     for (zl::u32 k = 0; k < 4; ++k) {
-      chain->ll[k] = chain_of(t->ll[k], 0);
-      chain->ml[k] = chain_of(t->ml[k], 1);
-      chain->of[k] = chain_of(t->of[k], 2);
+      chain->ll[k] = chain_of(t->ll[k], 2, 0);
+      chain->ml[k] = chain_of(t->ml[k], 2, 1);
+      chain->of[k] = chain_of(t->of[k], 2, 2);
     }
     std::vector<std::uint8_t> blk(zl::step_scratch_bytes(st));
     zl::BlockStep ref{};

@@ -451,9 +451,8 @@ CS_HD inline void records_from_trace(const u8* src, BlockStep* s, const Tables& 
   u32* rec_ll = reinterpret_cast<u32*>(blk + step_lit_bytes(*s));
   u32* rec_ml = rec_ll + step_rec_stride(*s);
   u32* rec_off = rec_ml + step_rec_stride(*s);
-  GroupStart* groups = reinterpret_cast<GroupStart*>(blk + step_groups_at(*s));
+  detail::GroupSums sums{reinterpret_cast<GroupStart*>(blk + step_groups_at(*s))};
   RepMap list = rep_identity();
-  u64 out = 0, lit = 0;
   u32 n = 0;
   bool rep_error = false;
   for (; n < s->trace_n; ++n) {
@@ -464,12 +463,10 @@ CS_HD inline void records_from_trace(const u8* src, BlockStep* s, const Tables& 
       break;
     }
     list = after;
-    if (n % kGroupSeqs == 0) groups[n / kGroupSeqs] = GroupStart{detail::GroupSums::saturate(out), detail::GroupSums::saturate(lit)};
+    sums.record(n, sv.ll, sv.ml);
     traced_record(sv, list, &rec_ll[n], &rec_ml[n], &rec_off[n]);
-    lit += sv.ll;
-    out += u64(sv.ll) + sv.ml;
   }
-  groups[(n + kGroupSeqs - 1) / kGroupSeqs] = GroupStart{detail::GroupSums::saturate(out), detail::GroupSums::saturate(lit)};
+  sums.table[(n + kGroupSeqs - 1) / kGroupSeqs] = sums.now();
   s->status = rep_error ? static_cast<u32>(DecodeStatus::kCorrupt) : s->trace_status;
   s->n_ok = n;
   for (int k = 0; k < 3; ++k) s->reps_end[k] = rep_entry64(list, k);

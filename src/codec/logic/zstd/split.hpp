@@ -165,9 +165,10 @@ struct SeqTables {
 };
 static_assert(kLlMaxLog <= 9 && kMlMaxLog <= 9 && kOfMaxLog <= 9, "k of a packed entry must fit 10 bits");
 static_assert(kMlMaxSymbol < 64 && kLlMaxSymbol < 64 && kOfMaxSymbol < 64, "a packed symbol has 6 bits");
+// The counter k of a built entry of a table of this log: (base + 2^log) >> nbits.
+CS_HD inline u32 fse_counter(const FseEntry& e, u32 log) { return (u32(e.base) + (1u << log)) >> e.nbits; }
 CS_HD inline u16 pack_seq_entry(const FseEntry& e, u32 log) {
-  const u32 k = (u32(e.base) + (1u << log)) >> e.nbits;
-  return static_cast<u16>((k << 6) | e.symbol);
+  return static_cast<u16>((fse_counter(e, log) << 6) | e.symbol);
 }
 // `packed` must come from pack_seq_entry of an entry of a table of this log (1 <= k and
 // highbit(k) <= log: pass 2a packs only tables build_fse_table filled completely, and pass 2b
@@ -216,8 +217,7 @@ struct ChainTables {
 };
 static_assert(sizeof(ChainTables) % 16 == 0, "ChainTables is copied in 16-byte words");
 CS_HD inline u16 pack_chain_entry(const FseEntry& e, u32 log, u32 extra_bits) {
-  const u32 k = (u32(e.base) + (1u << log)) >> e.nbits;
-  return static_cast<u16>((k << 5) | extra_bits);
+  return static_cast<u16>((fse_counter(e, log) << 5) | extra_bits);
 }
 
 // Where each group of kGroupSeqs sequences of a block starts, for executing the groups of a
