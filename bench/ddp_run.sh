@@ -14,7 +14,8 @@
 # e.g. "cubestream-gpu:1:CUBESTREAM_GPU_POOL=default" or "cubestream-gpu:1:--loader-nice,10".
 # EPOCHS (measured, default 2) and WARMUP (default 1) set the epochs of every run. CODEC, when
 # set, is the store's --codec (e.g. blosc-lz4hc:9; default: synth's v2 default, blosc-lz4:5).
-# Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
+# HOST_CEILING=N first measures what the host alone decodes, one process on all cores and then N
+# processes at once (see below). Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
@@ -34,6 +35,19 @@ log "store: ${TIMES:-960} steps${CODEC:+, codec $CODEC}"
 "$BUILD/cubestream" synth "$STORE" --variables 2m_temperature,10m_u_component_of_wind,10m_v_component_of_wind,mean_sea_level_pressure,total_column_water_vapour,surface_pressure \
   --times "${TIMES:-960}" --format 2 ${CODEC:+--codec "$CODEC"} --overwrite --no-progress | tail -2
 "$BUILD/cubestream" stats "$STORE"
+if [ -n "${HOST_CEILING:-}" ]; then
+  # What the host alone decodes: `cubestream bench read` (whole arrays of the store into plain
+  # host memory, page cache warm) with one process on every core, then HOST_CEILING processes
+  # at once on as many variables, the cores split between them as the ranks split them.
+  vars=(2m_temperature 10m_u_component_of_wind 10m_v_component_of_wind mean_sea_level_pressure total_column_water_vapour surface_pressure)
+  log "host decode ceiling: 1 process x $(nproc) threads"
+  "$BUILD/cubestream" bench read "$STORE" --array "${vars[0]}" --threads "$(nproc)" --repeat 3 --no-baseline
+  log "host decode ceiling: $HOST_CEILING processes x $(( $(nproc) / HOST_CEILING )) threads at once"
+  for ((i = 0; i < HOST_CEILING; ++i)); do
+    "$BUILD/cubestream" bench read "$STORE" --array "${vars[i % 6]}" --threads $(( $(nproc) / HOST_CEILING )) --repeat 3 --no-baseline &
+  done
+  wait
+fi
 log "topology"; nvidia-smi topo -m 2>&1 | head -12; lscpu | grep -E "^(Model name|Socket|NUMA node|Thread)" || true
 if [ -z "${RUNS:-}" ]; then
   for loader in ${LOADERS:-cubestream-cpu cubestream-gpu}; do

@@ -100,6 +100,9 @@ def parse_args(argv=None):
                         "stream; auto (default): high on one GPU, default with several ranks (whose NCCL streams keep the "
                         "default priority and would then yield to the backward pass: not measured). Every loader "
                         "gets the same setting")
+    p.add_argument("--nccl-stream", choices=["auto", "high", "default"], default="auto",
+                   help="priority of NCCL's streams under DDP: high or default; auto (default): high where the "
+                        "model trains on the high-priority stream (see --train-stream)")
     p.add_argument("--json", default="", help="write the results here")
     p.add_argument("--trace", default="", help="write the cubestream loader's Perfetto trace here")
     p.add_argument("--profile-steps", type=int, default=0,
@@ -194,7 +197,7 @@ def build_model(channels, seed):
 # Distributed setup
 # ---------------------------------------------------------------------------------------------
 class Dist:
-    def __init__(self, device):
+    def __init__(self, device, nccl_high_priority=False):
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -207,9 +210,19 @@ class Dist:
             import torch
             torch.cuda.set_device(self.local_rank)
             self.device = f"cuda:{self.local_rank}"
+        self.nccl_high_priority = False
         if self.distributed:
             import torch.distributed as dist
-            dist.init_process_group("nccl" if device == "cuda" else "gloo")
+            options = {}
+            if device == "cuda" and nccl_high_priority:
+                # NCCL's collectives run on streams of their own, created at the default priority
+                # unless asked; with the model on a high-priority stream, DDP's gradient
+                # all-reduce would then yield to the backward pass and finish last.
+                nccl_options = dist.ProcessGroupNCCL.Options()
+                nccl_options.is_high_priority_stream = True
+                options["pg_options"] = nccl_options
+                self.nccl_high_priority = True
+            dist.init_process_group("nccl" if device == "cuda" else "gloo", **options)
 
     def sum(self, values):
         """Element-wise sums over ranks of a list of floats."""
@@ -552,9 +565,10 @@ def run(a):
     preempted."""
     import torch
 
-    dist = Dist(a.device)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    high = a.train_stream == "high" or (a.train_stream == "auto" and world == 1)
+    dist = Dist(a.device, nccl_high_priority=a.nccl_stream == "high" or (a.nccl_stream == "auto" and high))
     cuda = dist.device != "cpu"
-    high = a.train_stream == "high" or (a.train_stream == "auto" and dist.world == 1)
     if not (cuda and high):
         return train(a, dist, cuda, None)
     # -1 is "high" on every PyTorch version; newer ones map it into the device's range.
@@ -685,7 +699,7 @@ def train(a, dist, cuda, stream_priority):
     m = [r for r in epochs if r["measured"]]
     result = {"loader": a.loader, "mode": "loader-only" if a.loader_only else "train", "grid": a.grid,
               "batch_size": a.batch_size, "world_size": dist.world, "ddp_grads": a.ddp_grads,
-              "train_stream_priority": stream_priority,
+              "train_stream_priority": stream_priority, "nccl_high_priority": dist.nccl_high_priority,
               "threads": getattr(source, "threads", None), "variables": a.variables,
               "device": torch.cuda.get_device_name(dist.local_rank) if cuda else "cpu",
               "bytes_per_sample": per_sample_bytes, "batches_per_epoch": len(source),
