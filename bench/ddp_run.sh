@@ -43,10 +43,13 @@ if [ -n "${HOST_CEILING:-}" ]; then
   log "host decode ceiling: 1 process x $(nproc) threads"
   "$BUILD/cubestream" bench read "$STORE" --array "${vars[0]}" --threads "$(nproc)" --repeat 3 --no-baseline
   log "host decode ceiling: $HOST_CEILING processes x $(( $(nproc) / HOST_CEILING )) threads at once"
+  pids=()
   for ((i = 0; i < HOST_CEILING; ++i)); do
     "$BUILD/cubestream" bench read "$STORE" --array "${vars[i % 6]}" --threads $(( $(nproc) / HOST_CEILING )) --repeat 3 --no-baseline &
+    pids+=($!)
   done
-  wait
+  # Wait for these only: a bare `wait` also waits for the `tee` behind this script's output.
+  wait "${pids[@]}"
 fi
 log "topology"; nvidia-smi topo -m 2>&1 | head -12; lscpu | grep -E "^(Model name|Socket|NUMA node|Thread)" || true
 if [ -z "${RUNS:-}" ]; then
