@@ -127,12 +127,14 @@ struct Loader::Impl {
   void setup_gpu_decode();
   void stop_producer();
   void produce(std::int64_t epoch, std::int64_t batch);
-  bool take_prefetch_slot(Flights& flights);
+  bool take_prefetch_slot(Flights& flights, std::uint64_t& tick);
+  void await_consumer_step(std::uint64_t tick, std::int64_t index);
   void publish(Entry&& e);
   Batch build(const EpochPlan& plan, std::int64_t index);
   double observe_share(std::int64_t cycle_start);
   bool host_batch_has_room();
-  Pending launch_on_gpu(const EpochPlan& plan, std::int64_t index, pipeline::GpuStage::FlightPtr flight, double share);
+  Pending launch_on_gpu(const EpochPlan& plan, std::int64_t index, pipeline::GpuStage::FlightPtr flight, double share,
+                        std::uint64_t tick);
   void finish_on_gpu(Pending& p);
   void finish_batch(Batch& b, std::int64_t tb0);
   // [n, steps, channels, sample dims...]: the shape of a batch tensor.
@@ -170,6 +172,9 @@ struct Loader::Impl {
   // waited for a pinned buffer's previous copy (left out of the batch's host time).
   enum class HostBatchBuffers { kNotYet, kPinned, kRefused } host_batch_buffers = HostBatchBuffers::kNotYet;
   bool alternate_host_batches = false;   // CUBESTREAM_HOST_BATCHES=alternate (tests)
+  // CUBESTREAM_GPU_PACING=step: a GPU-stage batch fetched ahead waits for the consumer's next
+  // batch before its copies and decoders are enqueued (see await_consumer_step()).
+  bool pace_gpu_work = false;
   std::int64_t last_buffer_wait_ns = 0;
   std::string decode_path = "cpu";
 
@@ -179,6 +184,7 @@ struct Loader::Impl {
   std::condition_variable cv;
   std::deque<Entry> ready;
   int slots_used = 0;        // batches being filled or ready, at most cfg.prefetch
+  std::uint64_t consumer_ticks = 0;   // batches next() has handed out
   bool stopping = false;
   std::exception_ptr failed;
   // Consumer cursor: the next batch next() hands out.
@@ -336,6 +342,11 @@ void Loader::Impl::setup_gpu_decode() {
     else if (v == "alternate") alternate_host_batches = true;
     else if (v != "on") refuse("CUBESTREAM_HOST_BATCHES must be on, off or alternate, not '" + v + "'");
   }
+  if (const char* env = std::getenv("CUBESTREAM_GPU_PACING")) {
+    const std::string v = env;
+    if (v == "step") pace_gpu_work = true;
+    else if (v != "off") refuse("CUBESTREAM_GPU_PACING must be step or off, not '" + v + "'");
+  }
   gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, *budget, cache, /*gpu_zstd=*/true,
                                              kGpuMaxInFlight);
   // Batches assembled on the GPU have no host batch buffers: the host memory of this path is
@@ -389,13 +400,15 @@ void Loader::Impl::publish(Entry&& e) {
 // A prefetch slot for the next batch (batches in flight and ready ones hold one each). While
 // none is free and batches are in flight, the oldest is finished: that hands it over. False
 // when the producer is being stopped.
-bool Loader::Impl::take_prefetch_slot(Flights& flights) {
+// `tick`: the consumer's batch count when the slot was granted.
+bool Loader::Impl::take_prefetch_slot(Flights& flights, std::uint64_t& tick) {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu);
       if (stopping) return false;
       if (slots_used < cfg.prefetch) {
         ++slots_used;
+        tick = consumer_ticks;
         return true;
       }
       if (flights.empty() || flights.broken()) {
@@ -405,6 +418,34 @@ bool Loader::Impl::take_prefetch_slot(Flights& flights) {
     }
     flights.retire_oldest();
   }
+}
+
+// Step pacing. Under DDP every rank's step ends in the same collectives, so GPU work that the
+// loader slips into one rank's backward pass (its copies, decoders and, when the batch is
+// finished, the assembly) delays all ranks; with the launch placed wherever the host's fetch
+// happened to end, the ranks' delays land at different moments and add up (the 4-GPU runs of
+// docs/benchmarks.md, session 24: decoding every unit on the GPU cost one GPU ~6 ms a step and
+// each of four ~22 ms). Paced, a batch fetched ahead waits until the consumer takes its next
+// batch after the one that freed this batch's slot (`tick`), i.e. until the next training step
+// starts, so the enqueues, and the finish of the batches in flight that follows them in
+// produce(), come at the same point of every rank's step. It never waits while no batch is
+// ready, nor once the consumer has moved on: a consumer that would wait for data gets it
+// unpaced. The clock is the consumer's calls to next(): that matches the GPU's timeline where
+// the training loop waits for its step (as examples/train_unet.py does to time steps) and
+// lags it where the loop runs ahead of its GPU.
+void Loader::Impl::await_consumer_step(std::uint64_t tick, std::int64_t index) {
+  const std::int64_t t0 = pipeline::now_ns();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] {
+      if (stopping || consumer_ticks > tick) return true;
+      for (const auto& r : ready) {
+        if (r.kind == Entry::kBatch) return false;
+      }
+      return true;
+    });
+  }
+  if (trace.enabled()) trace.record("gpu pacing wait", t0, pipeline::now_ns(), "batch " + std::to_string(index));
 }
 
 void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
@@ -421,7 +462,8 @@ void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
     for (;;) {
       const EpochPlan plan = readahead->epoch(epoch);
       for (; batch < plan.len(); ++batch) {
-        if (!take_prefetch_slot(flights)) return;
+        std::uint64_t tick = 0;
+        if (!take_prefetch_slot(flights, tick)) return;
         if (gpu) {
           const std::int64_t cycle_start = pipeline::now_ns();
           const double share = observe_share(cycle_start);
@@ -447,7 +489,7 @@ void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
             while (!(f = gpu->open())) {
               if (!flights.retire_oldest()) throw Error(ErrorCode::kInternal, "loader: no staging slot and no batch in flight");
             }
-            flights.push(launch_on_gpu(plan, batch, std::move(f), share));
+            flights.push(launch_on_gpu(plan, batch, std::move(f), share, tick));
           }
           flights.retire_done();
         } else {
@@ -716,7 +758,8 @@ bool Loader::Impl::host_batch_has_room() {
 // The GPU-native path, first half: plan, fetch into the flight's staging slot, launch the
 // copy and the decoders. Returns without waiting for the GPU.
 Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::int64_t index,
-                                                  pipeline::GpuStage::FlightPtr flight, double share) {
+                                                  pipeline::GpuStage::FlightPtr flight, double share,
+                                                  std::uint64_t tick) {
   Pending p;
   p.tb0 = pipeline::now_ns();
   p.flight = std::move(flight);
@@ -742,15 +785,17 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
     gpu->fetch(*p.flight, std::move(bp), ThreadPool::shared(threads), threads, share,
                host_share->adaptive() || share > 0, gs);
   }
+  const std::int64_t t_fetched = pipeline::now_ns();
+  last_fetch_ns = t_fetched - t1;
+  if (pace_gpu_work) await_consumer_step(tick, index);
   const std::int64_t t2 = pipeline::now_ns();
-  last_fetch_ns = t2 - t1;
   {
     pipeline::NvtxRange r("cubestream gpu launch");
     gpu->launch(*p.flight, gs);
   }
   const std::int64_t t3 = pipeline::now_ns();
   if (trace.enabled()) {
-    trace.record("gpu fetch", t1, t2, "batch " + std::to_string(index));
+    trace.record("gpu fetch", t1, t_fetched, "batch " + std::to_string(index));
     trace.record("gpu launch (enqueue)", t2, t3, "batch " + std::to_string(index));
   }
   st_units += gs.units;
@@ -854,7 +899,10 @@ std::optional<Batch> Loader::next() {
     m.cv.wait(lock, [&] { return !m.ready.empty(); });
     e = std::move(m.ready.front());
     m.ready.pop_front();
-    if (e.kind == Impl::Entry::kBatch) --m.slots_used;
+    if (e.kind == Impl::Entry::kBatch) {
+      --m.slots_used;
+      ++m.consumer_ticks;
+    }
     if (e.kind == Impl::Entry::kError) m.failed = e.error;
     if (e.kind == Impl::Entry::kEnd) {
       m.cur_epoch = e.epoch + 1;
