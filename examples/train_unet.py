@@ -89,6 +89,9 @@ def parse_args(argv=None):
     p.add_argument("--host-decode-share", default="auto",
                    help="cubestream-gpu: share of the GPU's chunks the host threads decode instead "
                         "(auto: adapted per batch to the idle host time; or a number in [0, 1])")
+    p.add_argument("--gpu-pacing", choices=["off", "step"], default="off",
+                   help="cubestream-gpu: step holds each batch's GPU work until the training step that precedes its "
+                        "use starts (the same point of every rank's step under DDP); off enqueues it once fetched")
     # baseline
     p.add_argument("--workers", type=int, default=8,
                    help="DataLoader workers for the TensorStore baseline (8 beat 16 on the 16-core H100 machine)")
@@ -291,7 +294,7 @@ class CubestreamSource:
             prefetch=a.prefetch, memory_limit=int(a.memory_limit_gb * (1 << 30)),
             gpu_cache_bytes=int(a.gpu_cache_gb * (1 << 30)), rank=dist.rank, world_size=dist.world,
             host_decode_share=None if a.host_decode_share == "auto" else float(a.host_decode_share),
-            readahead_batches=a.readahead_batches,
+            readahead_batches=a.readahead_batches, gpu_pacing=a.gpu_pacing,
             trace=bool(a.trace))
         assert tuple(self.loader.input_shape[2:]) == (len(a.variables), a.height, a.width), self.loader.input_shape
 

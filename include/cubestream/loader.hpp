@@ -93,6 +93,9 @@ enum class DeviceKind { kCpu, kCuda };
 // Both paths give the same bits. With device = kCpu only kCpu / kAuto are valid.
 enum class DecodeBackend { kAuto, kCpu, kGpu };
 
+// When the GPU decode path enqueues a batch's GPU work (LoaderConfig::gpu_pacing).
+enum class GpuPacing { kOff, kStep };
+
 struct LoaderConfig {
   // The sampler's dims may be left empty: the loader then takes the dims shared by every
   // selected variable (static ones included; time counts as shared, static fields
@@ -126,6 +129,15 @@ struct LoaderConfig {
   // batch; CUBESTREAM_HOST_BATCHES=off keeps them on the GPU stage.
   // CUBESTREAM_HOST_DECODE_SHARE=auto|x overrides it. decode kGpu allows only 0 (or below).
   double host_decode_share = -1;
+  // GPU decode path: pace the GPU stage to the consumer's steps. Off (the default): a batch's
+  // copies and decoders are enqueued as soon as the host has fetched it. kStep: a batch
+  // fetched ahead waits until the consumer takes its next batch (unless none is ready for the
+  // consumer), so the loader's GPU work starts where the training step starts. Under DDP the
+  // ranks' steps meet in collectives, and unpaced GPU work, landing at a different point of
+  // each rank's step, delays all of them (docs/benchmarks.md, session 24). The clock is the
+  // consumer's calls to next(): it matches the GPU's timeline where the training loop waits
+  // for its step's end. CUBESTREAM_GPU_PACING=off|step overrides it.
+  GpuPacing gpu_pacing = GpuPacing::kOff;
   // Device memory for decoded units kept between batches (GPU decode only).
   // 0: CUBESTREAM_GPU_CACHE, else 2 GiB.
   std::uint64_t gpu_cache_bytes = 0;

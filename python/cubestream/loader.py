@@ -37,6 +37,12 @@ those chunks cross PCIe decoded). While the adaptive share stands at 1 (the host
 with all of the decoding) batches are built whole on the host, as with ``decode="cpu"``, and
 reach the GPU in one copy; ``stats()`` reports the share in use and ``batches_built_on_host``.
 
+``gpu_pacing="step"`` (GPU decode path) holds a batch fetched ahead until the consumer takes
+its next batch before its copies and decoders are enqueued, so the loader's GPU work starts
+with the training step; under DDP, where the ranks meet in collectives every step, GPU work
+at a different point of each rank's step delays all of them. The default, ``"off"``, enqueues
+as soon as the host has fetched. Batches are the same either way.
+
 The loader's CUDA streams have the device's lowest priority. A training loop that runs on a
 stream of higher priority (``torch.cuda.Stream(priority=-1)``) gets free SMs before the
 loader's pending thread blocks (blocks already running are not preempted).
@@ -114,7 +120,7 @@ class Loader:
                  dtype="float32", device="cpu", batch_size=1, shuffle="none", buffer_size=16, seed=0,
                  drop_last=False, rank=0, world_size=1, dims=None, chunks=None, threads=0, prefetch=2,
                  memory_limit=0, trace=False, output=None, time_dim="time", decode="auto", gpu_cache_bytes=0,
-                 host_decode_share=None, readahead_batches=1):
+                 host_decode_share=None, readahead_batches=1, gpu_pacing="off"):
         kind, index = _device(device)
         if isinstance(variables, str):
             variables = [variables]
@@ -136,7 +142,7 @@ class Loader:
             "memory_limit": int(memory_limit), "trace": bool(trace), "decode": decode,
             "gpu_cache_bytes": int(gpu_cache_bytes),
             "host_decode_share": -1.0 if host_decode_share is None else float(host_decode_share),
-            "readahead_batches": int(readahead_batches),
+            "readahead_batches": int(readahead_batches), "gpu_pacing": gpu_pacing,
         }
         if chunks:
             cfg["chunks"] = dict(chunks)

@@ -140,6 +140,10 @@ LoaderConfig config_from_json(const nlohmann::json& j) {
   c.gpu_cache_bytes = j.value("gpu_cache_bytes", std::uint64_t{0});
   c.host_decode_share = j.value("host_decode_share", -1.0);
   c.readahead_batches = j.value("readahead_batches", 1);
+  const std::string pacing = j.value("gpu_pacing", "off");
+  if (pacing == "off") c.gpu_pacing = GpuPacing::kOff;
+  else if (pacing == "step") c.gpu_pacing = GpuPacing::kStep;
+  else throw Error(ErrorCode::kInvalidArgument, "gpu_pacing must be \"off\" or \"step\", not \"" + pacing + "\"");
   return c;
 }
 

@@ -172,8 +172,9 @@ struct Loader::Impl {
   // waited for a pinned buffer's previous copy (left out of the batch's host time).
   enum class HostBatchBuffers { kNotYet, kPinned, kRefused } host_batch_buffers = HostBatchBuffers::kNotYet;
   bool alternate_host_batches = false;   // CUBESTREAM_HOST_BATCHES=alternate (tests)
-  // CUBESTREAM_GPU_PACING=step: a GPU-stage batch fetched ahead waits for the consumer's next
-  // batch before its copies and decoders are enqueued (see await_consumer_step()).
+  // LoaderConfig::gpu_pacing (or CUBESTREAM_GPU_PACING) is kStep: a GPU-stage batch fetched
+  // ahead waits for the consumer's next batch before its copies and decoders are enqueued
+  // (see await_consumer_step()).
   bool pace_gpu_work = false;
   std::int64_t last_buffer_wait_ns = 0;
   std::string decode_path = "cpu";
@@ -342,10 +343,12 @@ void Loader::Impl::setup_gpu_decode() {
     else if (v == "alternate") alternate_host_batches = true;
     else if (v != "on") refuse("CUBESTREAM_HOST_BATCHES must be on, off or alternate, not '" + v + "'");
   }
+  pace_gpu_work = cfg.gpu_pacing == GpuPacing::kStep;
   if (const char* env = std::getenv("CUBESTREAM_GPU_PACING")) {
     const std::string v = env;
     if (v == "step") pace_gpu_work = true;
-    else if (v != "off") refuse("CUBESTREAM_GPU_PACING must be step or off, not '" + v + "'");
+    else if (v == "off") pace_gpu_work = false;
+    else refuse("CUBESTREAM_GPU_PACING must be step or off, not '" + v + "'");
   }
   gpu = std::make_unique<pipeline::GpuStage>(planner, selection, cfg, *budget, cache, /*gpu_zstd=*/true,
                                              kGpuMaxInFlight);

@@ -345,6 +345,24 @@ def test_gpu_path_stops_pinning_memory_after_its_first_epoch(stores, share):
     assert st["staging_pinned_calls"] == 0, st
 
 
+def test_gpu_pacing_keeps_the_batches(stores):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    # Pacing only moves when a batch's GPU work is enqueued: the same batches, in order, under
+    # a consumer that takes a moment per batch (where the gate holds launches back).
+    kw = dict(batch_dims=["time"], batch_size=2, drop_last=True, shuffle="sample", seed=3, device="cuda",
+              host_decode_share=0.0, prefetch=3)
+    want = [b["inputs"].cpu().numpy() for b in cubestream.Loader(stores["main"], ["t2m"], output="torch", **kw)]
+    got = []
+    for b in cubestream.Loader(stores["main"], ["t2m"], output="torch", gpu_pacing="step", **kw):
+        got.append(b["inputs"].cpu().numpy())
+        time.sleep(0.005)
+    assert len(got) == len(want) > 2
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_bad_configs_raise_value_error_at_construction(stores):
     with pytest.raises(ValueError, match="t2m"):
         cubestream.Loader(stores["main"], ["nope"])
@@ -358,6 +376,8 @@ def test_bad_configs_raise_value_error_at_construction(stores):
         cubestream.Loader(stores["main"], ["t2m"], shuffle="random")
     with pytest.raises(ValueError, match="level"):
         cubestream.Loader(stores["main"], ["temperature"], select={"level": [123]})
+    with pytest.raises(ValueError, match="gpu_pacing"):
+        cubestream.Loader(stores["main"], ["t2m"], gpu_pacing="always")
     with pytest.raises(ValueError, match="cubestream stats"):
         cubestream.Loader(stores["main"], ["t2m"], normalisation="stored")
     with pytest.raises(cubestream.CubestreamError):

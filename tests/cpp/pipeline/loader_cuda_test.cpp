@@ -316,7 +316,7 @@ TEST(LoaderCuda, HostBuiltAndGpuStageBatchesInterleaveInOrder) {
   EXPECT_LE(st.memory_peak, st.memory_limit);
 }
 
-// Step pacing (CUBESTREAM_GPU_PACING=step): a GPU-stage batch fetched ahead is launched only
+// Step pacing (LoaderConfig::gpu_pacing = kStep): a GPU-stage batch fetched ahead is launched only
 // when the consumer takes its next batch, unless none is ready. Under a consumer that sleeps
 // per batch (a training step) the producer waits at the gate (the trace shows it), the batches
 // equal the CPU loader's bit for bit over several epochs, a restart drops batches held at the
@@ -334,9 +334,9 @@ TEST(LoaderCuda, PacedLaunchesKeepTheBatchesAndTheirOrder) {
   h.trace = false;
   setenv("CUBESTREAM_GPU_PACING", "sometimes", 1);
   EXPECT_THROW(Loader(ConcatenatedTime(Dataset::open(open_store(demo))), c), Error);
-  setenv("CUBESTREAM_GPU_PACING", "step", 1);
-  Loader gpu(ConcatenatedTime(Dataset::open(open_store(demo))), c);
   unsetenv("CUBESTREAM_GPU_PACING");
+  c.gpu_pacing = GpuPacing::kStep;
+  Loader gpu(ConcatenatedTime(Dataset::open(open_store(demo))), c);
   Loader host(ConcatenatedTime(Dataset::open(open_store(demo))), h);
   for (int e = 0; e < 3; ++e) {
     std::int64_t n = 0;
