@@ -100,9 +100,9 @@ def parse_args(argv=None):
     p.add_argument("--train-stream", choices=["auto", "high", "default"], default="auto",
                    help="high: train on a stream of higher priority than the loader's, so that the GPU hands the "
                         "model's kernels free SMs before the loader's pending blocks; default: the device's default "
-                        "stream; auto (default): high on one GPU, default with several ranks (whose NCCL streams keep the "
-                        "default priority and would then yield to the backward pass: not measured). Every loader "
-                        "gets the same setting")
+                        "stream; auto (default): high on one GPU, default with several ranks (on four H200s, high with "
+                        "NCCL's streams high too measured the same as default: docs/benchmarks.md, session 24). "
+                        "Every loader gets the same setting")
     p.add_argument("--nccl-stream", choices=["auto", "high", "default"], default="auto",
                    help="priority of NCCL's streams under DDP: high or default; auto (default): high where the "
                         "model trains on the high-priority stream (see --train-stream)")
