@@ -136,7 +136,9 @@ struct LoaderConfig {
   // ranks' steps meet in collectives, and unpaced GPU work, landing at a different point of
   // each rank's step, delays all of them (docs/benchmarks.md, session 24). The clock is the
   // consumer's calls to next(): it matches the GPU's timeline where the training loop waits
-  // for its step's end. CUBESTREAM_GPU_PACING=off|step overrides it.
+  // for its step's end. With prefetch >= 3 the assembly of the batches in flight is paced too;
+  // with 2 it comes when the host has fetched the next batch (the consumer needs it sooner);
+  // with 1 nothing is held. Ignored on the CPU path. CUBESTREAM_GPU_PACING=off|step overrides it.
   GpuPacing gpu_pacing = GpuPacing::kOff;
   // Device memory for decoded units kept between batches (GPU decode only).
   // 0: CUBESTREAM_GPU_CACHE, else 2 GiB.

@@ -128,13 +128,14 @@ struct Loader::Impl {
   void stop_producer();
   void produce(std::int64_t epoch, std::int64_t batch);
   bool take_prefetch_slot(Flights& flights, std::uint64_t& tick);
-  void await_consumer_step(std::uint64_t tick, std::int64_t index);
+  void await_consumer_step(Flights& flights, std::uint64_t tick, std::int64_t index);
+  bool batch_ready() const;   // under mu
   void publish(Entry&& e);
   Batch build(const EpochPlan& plan, std::int64_t index);
   double observe_share(std::int64_t cycle_start);
   bool host_batch_has_room();
   Pending launch_on_gpu(const EpochPlan& plan, std::int64_t index, pipeline::GpuStage::FlightPtr flight, double share,
-                        std::uint64_t tick);
+                        Flights& flights, std::uint64_t tick);
   void finish_on_gpu(Pending& p);
   void finish_batch(Batch& b, std::int64_t tb0);
   // [n, steps, channels, sample dims...]: the shape of a batch tensor.
@@ -433,22 +434,39 @@ bool Loader::Impl::take_prefetch_slot(Flights& flights, std::uint64_t& tick) {
 // starts, so the enqueues, and the finish of the batches in flight that follows them in
 // produce(), come at the same point of every rank's step. It never waits while no batch is
 // ready, nor once the consumer has moved on: a consumer that would wait for data gets it
-// unpaced. The clock is the consumer's calls to next(): that matches the GPU's timeline where
-// the training loop waits for its step (as examples/train_unet.py does to time steps) and
-// lags it where the loop runs ahead of its GPU.
-void Loader::Impl::await_consumer_step(std::uint64_t tick, std::int64_t index) {
+// unpaced. With no batch ready it first finishes the batches in flight whose GPU work is done
+// (with prefetch 2 the one launched last is usually such a batch): they are the consumer's
+// next batches, and the gate then waits behind them. With prefetch 3 a finished batch is
+// normally ready already, so those finishes, and their assembly, come after the gate too.
+// The clock is the consumer's calls to next(): that matches the GPU's timeline where the
+// training loop waits for its step (as examples/train_unet.py does to time steps) and lags
+// it where the loop runs ahead of its GPU.
+void Loader::Impl::await_consumer_step(Flights& flights, std::uint64_t tick, std::int64_t index) {
+  auto released = [&] { return stopping || consumer_ticks > tick || !batch_ready(); };
+  bool finish_done_first = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping || consumer_ticks > tick) return;
+    finish_done_first = !batch_ready();
+  }
+  if (finish_done_first) flights.retire_done();   // publishing takes mu
   const std::int64_t t0 = pipeline::now_ns();
+  bool waited = false;
   {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] {
-      if (stopping || consumer_ticks > tick) return true;
-      for (const auto& r : ready) {
-        if (r.kind == Entry::kBatch) return false;
-      }
-      return true;
-    });
+    while (!released()) {
+      waited = true;
+      cv.wait(lock);
+    }
   }
-  if (trace.enabled()) trace.record("gpu pacing wait", t0, pipeline::now_ns(), "batch " + std::to_string(index));
+  if (waited && trace.enabled()) trace.record("gpu pacing wait", t0, pipeline::now_ns(), "batch " + std::to_string(index));
+}
+
+bool Loader::Impl::batch_ready() const {
+  for (const auto& r : ready) {
+    if (r.kind == Entry::kBatch) return true;
+  }
+  return false;
 }
 
 void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
@@ -492,7 +510,7 @@ void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
             while (!(f = gpu->open())) {
               if (!flights.retire_oldest()) throw Error(ErrorCode::kInternal, "loader: no staging slot and no batch in flight");
             }
-            flights.push(launch_on_gpu(plan, batch, std::move(f), share, tick));
+            flights.push(launch_on_gpu(plan, batch, std::move(f), share, flights, tick));
           }
           flights.retire_done();
         } else {
@@ -762,7 +780,7 @@ bool Loader::Impl::host_batch_has_room() {
 // copy and the decoders. Returns without waiting for the GPU.
 Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::int64_t index,
                                                   pipeline::GpuStage::FlightPtr flight, double share,
-                                                  std::uint64_t tick) {
+                                                  Flights& flights, std::uint64_t tick) {
   Pending p;
   p.tb0 = pipeline::now_ns();
   p.flight = std::move(flight);
@@ -790,7 +808,7 @@ Loader::Impl::Pending Loader::Impl::launch_on_gpu(const EpochPlan& plan, std::in
   }
   const std::int64_t t_fetched = pipeline::now_ns();
   last_fetch_ns = t_fetched - t1;
-  if (pace_gpu_work) await_consumer_step(tick, index);
+  if (pace_gpu_work) await_consumer_step(flights, tick, index);
   const std::int64_t t2 = pipeline::now_ns();
   {
     pipeline::NvtxRange r("cubestream gpu launch");

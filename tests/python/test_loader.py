@@ -345,22 +345,29 @@ def test_gpu_path_stops_pinning_memory_after_its_first_epoch(stores, share):
     assert st["staging_pinned_calls"] == 0, st
 
 
-def test_gpu_pacing_keeps_the_batches(stores):
+def test_gpu_pacing_keeps_the_batches(stores, monkeypatch, tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
+    monkeypatch.delenv("CUBESTREAM_GPU_PACING", raising=False)
     # Pacing only moves when a batch's GPU work is enqueued: the same batches, in order, under
-    # a consumer that takes a moment per batch (where the gate holds launches back).
+    # a consumer that takes a moment per batch, where the gate holds launches back (the trace
+    # records each wait that happened).
     kw = dict(batch_dims=["time"], batch_size=2, drop_last=True, shuffle="sample", seed=3, device="cuda",
               host_decode_share=0.0, prefetch=3)
     want = [b["inputs"].cpu().numpy() for b in cubestream.Loader(stores["main"], ["t2m"], output="torch", **kw)]
+    paced = cubestream.Loader(stores["main"], ["t2m"], output="torch", gpu_pacing="step", trace=True, **kw)
     got = []
-    for b in cubestream.Loader(stores["main"], ["t2m"], output="torch", gpu_pacing="step", **kw):
+    for b in paced:
         got.append(b["inputs"].cpu().numpy())
         time.sleep(0.005)
     assert len(got) == len(want) > 2
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+    paced.write_trace(tmp_path / "trace.json")
+    waits = [e for e in json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+             if e["name"] == "gpu pacing wait"]
+    assert waits and sum(e.get("dur", 0) for e in waits) > 1000   # microseconds
 
 
 def test_bad_configs_raise_value_error_at_construction(stores):
