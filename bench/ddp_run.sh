@@ -14,7 +14,8 @@
 # e.g. "cubestream-gpu:1:CUBESTREAM_GPU_POOL=default" or "cubestream-gpu:1:--loader-nice,10".
 # EPOCHS (measured, default 2) and WARMUP (default 1) set the epochs of every run. CODEC, when
 # set, is the store's --codec (e.g. blosc-lz4hc:9; default: synth's v2 default, blosc-lz4:5).
-# HOST_CEILING=N first measures what the host alone decodes, one process on all cores and then N
+# GTEST_FILTER (a gtest filter) and PYTEST_K (a pytest -k expression) run those tests of this
+# build first, the gtest log into $OUT/gtest.log. HOST_CEILING=N first measures what the host alone decodes, one process on all cores and then N
 # processes at once (see below). Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,6 +32,20 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON 
   -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$OUT/build.log" 2>&1 &&
   ninja -C "$BUILD" cubestream_cli _cubestream >>"$OUT/build.log" 2>&1 ||
   { log "build failed"; grep -E "error|FAILED" "$OUT/build.log" | head -20; exit 1; }
+if [ -n "${GTEST_FILTER:-}" ]; then
+  # Tests first, on GPU 0, so that one call can check the code it then measures.
+  log "gtest $GTEST_FILTER"
+  if ninja -C "$BUILD" cubestream_tests >>"$OUT/build.log" 2>&1; then
+    "$BUILD/tests/cubestream_tests" --gtest_filter="$GTEST_FILTER" >"$OUT/gtest.log" 2>&1
+    log "gtest rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) " "$OUT/gtest.log" | head -20
+  else
+    log "test build failed"; grep -E "error|FAILED" "$OUT/build.log" | head -10
+  fi
+fi
+if [ -n "${PYTEST_K:-}" ]; then
+  log "pytest -k $PYTEST_K"
+  PYTHONPATH=$BUILD/python python3 -m pytest -q -rs tests/python -k "$PYTEST_K" 2>&1 | tail -6
+fi
 log "store: ${TIMES:-960} steps${CODEC:+, codec $CODEC}"
 "$BUILD/cubestream" synth "$STORE" --variables 2m_temperature,10m_u_component_of_wind,10m_v_component_of_wind,mean_sea_level_pressure,total_column_water_vapour,surface_pressure \
   --times "${TIMES:-960}" --format 2 ${CODEC:+--codec "$CODEC"} --overwrite --no-progress | tail -2
