@@ -15,8 +15,9 @@
 # EPOCHS (measured, default 2) and WARMUP (default 1) set the epochs of every run. CODEC, when
 # set, is the store's --codec (e.g. blosc-lz4hc:9; default: synth's v2 default, blosc-lz4:5).
 # GTEST_FILTER (a gtest filter) and PYTEST_K (a pytest -k expression) run those tests of this
-# build first, the gtest log into $OUT/gtest.log. HOST_CEILING=N first measures what the host alone decodes, one process on all cores and then N
-# processes at once (see below). Each multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
+# build first, the gtest log into $OUT/gtest.log. HOST_CEILING=N first measures what the host
+# alone decodes, one process on all cores and then N processes at once (see below). Each
+# multi-GPU run logs NCCL's choice of transport (P2P/NVLink, SHM) once, into $OUT/nccl.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
@@ -47,20 +48,20 @@ if [ -n "${PYTEST_K:-}" ]; then
   PYTHONPATH=$BUILD/python python3 -m pytest -q -rs tests/python -k "$PYTEST_K" 2>&1 | tail -6
 fi
 log "store: ${TIMES:-960} steps${CODEC:+, codec $CODEC}"
-"$BUILD/cubestream" synth "$STORE" --variables 2m_temperature,10m_u_component_of_wind,10m_v_component_of_wind,mean_sea_level_pressure,total_column_water_vapour,surface_pressure \
+VARIABLES=(2m_temperature 10m_u_component_of_wind 10m_v_component_of_wind mean_sea_level_pressure total_column_water_vapour surface_pressure)
+"$BUILD/cubestream" synth "$STORE" --variables "$(IFS=,; echo "${VARIABLES[*]}")" \
   --times "${TIMES:-960}" --format 2 ${CODEC:+--codec "$CODEC"} --overwrite --no-progress | tail -2
 "$BUILD/cubestream" stats "$STORE"
 if [ -n "${HOST_CEILING:-}" ]; then
   # What the host alone decodes: `cubestream bench read` (whole arrays of the store into plain
   # host memory, page cache warm) with one process on every core, then HOST_CEILING processes
   # at once on as many variables, the cores split between them as the ranks split them.
-  vars=(2m_temperature 10m_u_component_of_wind 10m_v_component_of_wind mean_sea_level_pressure total_column_water_vapour surface_pressure)
   log "host decode ceiling: 1 process x $(nproc) threads"
-  "$BUILD/cubestream" bench read "$STORE" --array "${vars[0]}" --threads "$(nproc)" --repeat 3 --no-baseline
+  "$BUILD/cubestream" bench read "$STORE" --array "${VARIABLES[0]}" --threads "$(nproc)" --repeat 3 --no-baseline
   log "host decode ceiling: $HOST_CEILING processes x $(( $(nproc) / HOST_CEILING )) threads at once"
   pids=()
   for ((i = 0; i < HOST_CEILING; ++i)); do
-    "$BUILD/cubestream" bench read "$STORE" --array "${vars[i % 6]}" --threads $(( $(nproc) / HOST_CEILING )) --repeat 3 --no-baseline &
+    "$BUILD/cubestream" bench read "$STORE" --array "${VARIABLES[i % ${#VARIABLES[@]}]}" --threads $(( $(nproc) / HOST_CEILING )) --repeat 3 --no-baseline &
     pids+=($!)
   done
   # Wait for these only: a bare `wait` also waits for the `tee` behind this script's output.

@@ -129,7 +129,7 @@ struct Loader::Impl {
   void produce(std::int64_t epoch, std::int64_t batch);
   bool take_prefetch_slot(Flights& flights, std::uint64_t& tick);
   void await_consumer_step(Flights& flights, std::uint64_t tick, std::int64_t index);
-  bool batch_ready() const;   // under mu
+  std::uint64_t ready_batches() const;   // batches in `ready` (under mu)
   void publish(Entry&& e);
   Batch build(const EpochPlan& plan, std::int64_t index);
   double observe_share(std::int64_t cycle_start);
@@ -392,8 +392,7 @@ void Loader::Impl::publish(Entry&& e) {
     const bool is_batch = e.kind == Entry::kBatch;
     ready.push_back(std::move(e));
     if (is_batch) {
-      std::uint64_t depth = 0;
-      for (const auto& r : ready) depth += r.kind == Entry::kBatch;
+      const std::uint64_t depth = ready_batches();
       if (depth > st_ready_max) st_ready_max = depth;
       trace.counter("ready batches", static_cast<std::int64_t>(depth));
     }
@@ -442,12 +441,12 @@ bool Loader::Impl::take_prefetch_slot(Flights& flights, std::uint64_t& tick) {
 // training loop waits for its step (as examples/train_unet.py does to time steps) and lags
 // it where the loop runs ahead of its GPU.
 void Loader::Impl::await_consumer_step(Flights& flights, std::uint64_t tick, std::int64_t index) {
-  auto released = [&] { return stopping || consumer_ticks > tick || !batch_ready(); };
+  auto released = [&] { return stopping || consumer_ticks > tick || ready_batches() == 0; };
   bool finish_done_first = false;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (stopping || consumer_ticks > tick) return;
-    finish_done_first = !batch_ready();
+    finish_done_first = ready_batches() == 0;
   }
   if (finish_done_first) flights.retire_done();   // publishing takes mu
   const std::int64_t t0 = pipeline::now_ns();
@@ -462,11 +461,10 @@ void Loader::Impl::await_consumer_step(Flights& flights, std::uint64_t tick, std
   if (waited && trace.enabled()) trace.record("gpu pacing wait", t0, pipeline::now_ns(), "batch " + std::to_string(index));
 }
 
-bool Loader::Impl::batch_ready() const {
-  for (const auto& r : ready) {
-    if (r.kind == Entry::kBatch) return true;
-  }
-  return false;
+std::uint64_t Loader::Impl::ready_batches() const {
+  std::uint64_t n = 0;
+  for (const auto& r : ready) n += r.kind == Entry::kBatch;
+  return n;
 }
 
 void Loader::Impl::produce(std::int64_t epoch, std::int64_t batch) {
