@@ -8,11 +8,14 @@
 # Steps (each capped and logged; a failed step does not stop the later ones):
 #   build         cmake + ninja: BUILD_TARGETS (default: the CLI, the Python module, the tests,
 #                 both decoder benches)
-#   loader-tests  LoaderCuda* and HostDecode* (the GPU path's bits against the host path's)
+#   loader-tests  LOADER_FILTER (default LoaderCuda* and HostDecode*: the GPU path's bits against
+#                 the host path's)
 #   gpu-tests     every GPU suite (Gpu*, Zstd*, Lz4*, Blosc*, LoaderCuda*, HostDecode*,
 #                 DeviceRead*), then the Python codec and loader tests on the GPU
 #   zstd-tests    the GPU Zstandard decoder's suites alone (ZstdBatch*, LargestFirst*, GpuBatch*)
 #   memcheck      compute-sanitizer memcheck over MEMCHECK_FILTER
+#   racecheck     compute-sanitizer racecheck, then synccheck (200 s each), over SANITIZE_FILTER (the
+#                 zstd suites that run every pass, the traced sequence reader included)
 #   pytest-loader tests/python/test_loader.py on the GPU
 #   zstd          gpu_zstd_bench (256 x 4 MiB and 1024 x 64 KiB-1 MiB, levels 1,3,5) under two
 #                 environments, ZSTD_ENV_A (default: none) and ZSTD_ENV_B (default: v3.3's
@@ -36,6 +39,8 @@ TIMES=${TIMES:-480}
 TRAIN_ONLY=${TRAIN_ONLY:-synthetic/train,cubestream-gpu/train,cubestream-cpu/train,cubestream-gpu/loader-only,cubestream-cpu/loader-only,tensorstore/loader-only}
 TRAIN_BUDGET_S=${TRAIN_BUDGET_S:-330}
 MEMCHECK_FILTER=${MEMCHECK_FILTER:-LoaderCuda*:GpuBatch.Lz4*}
+SANITIZE_FILTER=${SANITIZE_FILTER:-ZstdBatch.MixedBatch*:ZstdBatch.EverySequenceReader*}
+LOADER_FILTER=${LOADER_FILTER:-LoaderCuda*:HostDecode*}
 LZ4_CASES=${LZ4_CASES:-}
 ZSTD_ENV_A=${ZSTD_ENV_A:-}
 ZSTD_ENV_B=${ZSTD_ENV_B:-CUBESTREAM_ZSTD_SEQ_READER=bits}
@@ -67,7 +72,7 @@ step build 420 '
   rc=$?; grep -E "error|FAILED" $OUT/logs/build.log | head -30; exit $rc'
 
 step loader-tests 240 '
-  $BUILD/tests/cubestream_tests --gtest_filter="LoaderCuda*:HostDecode*" >$OUT/logs/loader_tests.log 2>&1; rc=$?
+  $BUILD/tests/cubestream_tests --gtest_filter="'"$LOADER_FILTER"'" >$OUT/logs/loader_tests.log 2>&1; rc=$?
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/loader_tests.log | head -20; exit $rc'
 
 step gpu-tests 300 '
@@ -86,6 +91,14 @@ step memcheck 300 '
   compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
     --gtest_filter="'"$MEMCHECK_FILTER"'" >$OUT/logs/memcheck.log 2>&1; rc=$?
   grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/memcheck.log | head; exit $rc'
+
+step racecheck 420 '
+  for tool in racecheck synccheck; do
+    timeout -k 5 200 compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/cubestream_tests \
+      --gtest_filter="'"$SANITIZE_FILTER"'" >$OUT/logs/$tool.log 2>&1 || rc=$?
+    echo "$tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $OUT/logs/$tool.log | tail -1)"
+    grep -E "^\[  (PASSED|FAILED) " $OUT/logs/$tool.log | head -5
+  done; exit ${rc:-0}'
 
 step pytest-loader 180 '
   CUBESTREAM_CLI=$PWD/$BUILD/cubestream PYTHONPATH=$PWD/$BUILD/python python3 -m pytest -q -rs tests/python/test_loader.py \

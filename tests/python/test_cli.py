@@ -3,9 +3,11 @@ import json
 import os
 import subprocess
 
-import numcodecs
 import numpy as np
-import zarr
+import pytest
+
+numcodecs = pytest.importorskip("numcodecs")
+zarr = pytest.importorskip("zarr")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.path.join(ROOT, "build", "cubestream")

@@ -7,8 +7,9 @@ import os
 
 import numpy as np
 import pytest
-import zarr
-import numcodecs
+
+zarr = pytest.importorskip("zarr")
+numcodecs = pytest.importorskip("numcodecs")
 
 import cubestream
 

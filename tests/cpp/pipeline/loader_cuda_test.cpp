@@ -4,10 +4,12 @@
 // stream). Skipped where no CUDA device is visible; built everywhere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -365,13 +367,33 @@ TEST(LoaderCuda, PacedLaunchesKeepTheBatchesAndTheirOrder) {
     }
     double waited_ms = 0;
     int waits = 0;
-    for (const auto& ev : gpu.trace_json()["traceEvents"]) {
-      if (ev["name"] != "gpu pacing wait" || !ev.contains("dur")) continue;
+    // What the producer did, for the failure message: events and milliseconds per stage, and
+    // the deepest ready queue it saw (a gate that never waits with batches ready is a bug; one
+    // that never sees a ready batch means the producer was slower than the consumer).
+    std::map<std::string, std::pair<int, double>> stages;
+    std::int64_t ready_max = 0;
+    // Held in a variable: in C++20 a range-for over trace_json()["traceEvents"] would iterate a
+    // reference into a temporary destroyed before the loop body runs.
+    const nlohmann::json trace = gpu.trace_json();
+    for (const auto& ev : trace["traceEvents"]) {
+      const std::string name = ev["name"];
+      if (ev["ph"] == "C") {
+        ready_max = std::max<std::int64_t>(ready_max, ev["args"]["value"].get<std::int64_t>());
+        continue;
+      }
+      auto& [count, ms] = stages[name];
+      ++count;
+      ms += ev["dur"].get<double>() / 1000.0;
+      if (name != "gpu pacing wait") continue;
       ++waits;
       waited_ms += ev["dur"].get<double>() / 1000.0;
     }
-    EXPECT_GT(waits, 10);
-    EXPECT_GT(waited_ms, 20.0);   // the 10 ms steps held launches back
+    std::string summary = "deepest ready queue " + std::to_string(ready_max);
+    for (const auto& [name, cm] : stages) {
+      summary += "; " + name + ": " + std::to_string(cm.first) + " events, " + std::to_string(cm.second) + " ms";
+    }
+    EXPECT_GT(waits, 10) << summary;
+    EXPECT_GT(waited_ms, 20.0) << summary;   // the 10 ms steps held launches back
     EXPECT_GT(gpu.stats().units_gpu_decoded, 0u);
   }
 }
