@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -130,6 +131,15 @@ class Array {
   // Decodes a fetched unit into `out` (unit_bytes() bytes, native byte order, C order).
   // Errors carry the store, key and the byte offset inside the key's value.
   void decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const;
+  // Decodes a fetched unit block by block: `sink` gets consecutive pieces of the decoded unit
+  // (byte offset, data valid during the call, byte count; whole elements, native byte order,
+  // C order) that together cover it once. Only where the codec chain has independent blocks
+  // whose bytes are the unit's as they are (one blosc codec, no transpose, no byte swap), so
+  // that a caller converting the values onwards needs no buffer of the whole unit. Returns
+  // false, having called nothing, for any other unit (a missing one included): decode_unit()
+  // then serves. Errors as decode_unit(), also after some pieces went to `sink`.
+  using BlockSink = std::function<void(std::size_t offset, const std::uint8_t* data, std::size_t bytes)>;
+  bool decode_unit_blocks(const EncodedUnit& encoded, const BlockSink& sink) const;
 
   struct Impl;
 

@@ -214,6 +214,9 @@ struct LoaderStats {
   // too): every batch on the CPU path; on the GPU path those built while the adaptive share
   // stood at 1 (see host_decode_share).
   std::uint64_t batches_built_on_host = 0;
+  // Host-decoded units assembled block by block straight into the batch, never whole in
+  // memory and not cached (CUBESTREAM_BLOCK_ASSEMBLY, see Loader).
+  std::uint64_t units_block_assembled = 0;
   std::uint64_t units_hinted = 0;        // units whose reads were hinted ahead to their store
                                          // (LoaderConfig::readahead_batches)
   // GPU path: pinned staging buffers allocated or freed (arenas growing, meta buffers), and

@@ -176,6 +176,13 @@ void CodecChain::decode(ByteView encoded, const ChunkSpec& spec, MutableByteView
   }
 }
 
+bool CodecChain::decode_blocks(ByteView encoded, const ChunkSpec& spec, const BlockSink& sink) const {
+  if (!a2a_.empty() || b2b_.size() != 1 || !a2b_->is_identity_on_host(spec)) return false;
+  const SizeBound serialised = a2b_->encoded_size(spec);
+  if (!serialised.exact || serialised.bytes != spec.num_bytes()) return false;
+  return b2b_[0]->decode_blocks(encoded, spec.num_bytes(), spec.dtype.size, sink);
+}
+
 std::string CodecChain::first_without_encoder() const {
   for (const auto& c : all_)
     if (!c->can_encode()) return c->name();

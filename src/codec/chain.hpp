@@ -33,6 +33,14 @@ class CodecChain {
   // chunk's elements in native byte order, C order.
   void decode(ByteView encoded, const ChunkSpec& spec, MutableByteView out) const;
 
+  // Decodes one encoded chunk block by block into `sink` (offsets and sizes in bytes of the
+  // decoded chunk, whole elements, native byte order, C order; see
+  // BytesToBytesCodec::decode_blocks) where the chain's decoded bytes are its one
+  // bytes->bytes codec's output as they are: no array->array codec, an array->bytes codec that
+  // is a plain copy on this host, and a codec with independent blocks (blosc). Returns false,
+  // having called nothing, otherwise; decode() then serves.
+  bool decode_blocks(ByteView encoded, const ChunkSpec& spec, const BlockSink& sink) const;
+
   // Encodes one chunk: `decoded` holds exactly spec.num_bytes() bytes (native byte order, C
   // order; edge chunks are passed whole, padded with the fill value, as Zarr stores them).
   // Runs the codecs in list order. Error(kUnsupported) naming the codec when one has no

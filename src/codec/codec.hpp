@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,6 +97,10 @@ class ArrayToBytesCodec : public Codec {
   virtual Bytes encode(ByteView decoded, const ChunkSpec& spec) const { no_encoder(); }
 };
 
+// Receives a decoded stream in consecutive pieces, in order: `bytes` bytes that belong at
+// `offset` of the decoded stream. `data` is valid only during the call.
+using BlockSink = std::function<void(std::size_t offset, const std::uint8_t* data, std::size_t bytes)>;
+
 class BytesToBytesCodec : public Codec {
  public:
   CodecKind kind() const final { return CodecKind::kBytesToBytes; }
@@ -110,6 +115,16 @@ class BytesToBytesCodec : public Codec {
   virtual bool is_elementwise_filter() const { return false; }
   // Encodes `in`; the result decodes back to exactly `in`.
   virtual Bytes encode(ByteView in) const { no_encoder(); }
+  // Decodes `in`, which must decode to exactly `out_size` bytes, piece by piece into `sink`
+  // (pieces cover the output once, in order, each a multiple of `align` bytes long), so that a
+  // caller that only converts the bytes onwards never holds the whole decoded stream: each
+  // piece is a block the codec decodes on its own (blosc), small enough to stay in cache.
+  // Returns false, before calling `sink`, when the codec has no such blocks or the stream's
+  // blocks are not multiples of `align`; the caller then uses decode(). Errors as decode(),
+  // also after some pieces went to `sink`.
+  virtual bool decode_blocks(ByteView in, std::size_t out_size, std::size_t align, const BlockSink& sink) const {
+    return false;
+  }
 };
 
 using CodecPtr = std::shared_ptr<const Codec>;

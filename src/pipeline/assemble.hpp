@@ -5,6 +5,7 @@
 // fused pass (pipeline/assemble_rows.hpp).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "cubestream/loader.hpp"
@@ -23,5 +24,22 @@ void assemble_piece(const Piece& piece, const std::uint8_t* unit, const UnitSour
 void assemble_piece(const Piece& piece, const std::uint8_t* unit, const UnitSource& source,
                     const Normalisation& norm, std::optional<float> nan_fill, OutputDType dtype, void* tensor,
                     RowIsa isa);
+
+// Whether the piece's rows (its dims merged where contiguous) are runs of at least `min_run`
+// elements that lie contiguously in the unit, as assemble_piece_band() needs. Not where the
+// variable's axes are ordered otherwise than the layout, nor where a dim broadcasts innermost.
+bool piece_rows_contiguous(const Piece& piece, std::int64_t min_run);
+
+// The part of a piece that lies in unit elements [first, first + count), read from `band`,
+// which holds exactly those elements (a block of a unit decoded block by block, see
+// Array::decode_unit_blocks). Called for bands that tile the unit, it writes what
+// assemble_piece() writes from the whole unit, bit for bit. Needs piece_rows_contiguous(piece,
+// 1) (Error kInternal otherwise).
+void assemble_piece_band(const Piece& piece, const std::uint8_t* band, std::int64_t first, std::int64_t count,
+                         const UnitSource& source, const Normalisation& norm, std::optional<float> nan_fill,
+                         OutputDType dtype, void* tensor);
+void assemble_piece_band(const Piece& piece, const std::uint8_t* band, std::int64_t first, std::int64_t count,
+                         const UnitSource& source, const Normalisation& norm, std::optional<float> nan_fill,
+                         OutputDType dtype, void* tensor, RowIsa isa);
 
 }  // namespace cubestream::pipeline

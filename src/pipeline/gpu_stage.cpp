@@ -290,19 +290,6 @@ std::uint8_t* GpuStage::grow_pinned(void*& buf, std::size_t& cap, std::size_t by
   return static_cast<std::uint8_t*>(buf);
 }
 
-Array::EncodedUnit GpuStage::take_read_buffer() {
-  std::lock_guard<std::mutex> lock(reads_mu_);
-  if (reads_.empty()) return {};
-  Array::EncodedUnit e = std::move(reads_.back());
-  reads_.pop_back();
-  return e;
-}
-
-void GpuStage::give_read_buffer(Array::EncodedUnit enc) {
-  std::lock_guard<std::mutex> lock(reads_mu_);
-  reads_.push_back(std::move(enc));
-}
-
 // ---- open: a staging slot --------------------------------------------------------------------
 
 void GpuStage::ensure_slot_gpu(std::size_t slots) {
@@ -342,7 +329,7 @@ void GpuStage::fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std:
   const UnitSource& src = planner_.sources()[t.source];
   StagingArena& arena = slots_.arena(f.slot);
   Staged& s = f.staged[j];
-  Array::EncodedUnit enc = take_read_buffer();
+  Array::EncodedUnit enc = reads_.take();
   const std::int64_t t0 = now_ns();
   src.array.fetch_unit(t.unit, enc);
   const std::int64_t t1 = now_ns();
@@ -391,7 +378,7 @@ void GpuStage::fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std:
   s.enc.offset = enc.offset;
   s.enc.missing = enc.missing;
   s.enc.bytes_fetched = enc.bytes_fetched;
-  give_read_buffer(std::move(enc));
+  reads_.give(std::move(enc));
 }
 
 void GpuStage::fetch(Flight& f, BatchPlan plan, ThreadPool& pool, int threads, double host_share,

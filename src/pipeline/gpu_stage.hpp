@@ -45,6 +45,7 @@
 #include "cuda/decode/batch_decode.hpp"
 #include "pipeline/batch_plan.hpp"
 #include "pipeline/memory_budget.hpp"
+#include "pipeline/read_buffers.hpp"
 #include "pipeline/staging_arena.hpp"
 
 namespace cubestream {
@@ -134,8 +135,6 @@ class GpuStage {
   void cache_forget(const std::string& key, const DeviceUnit* unit);
   void abandon(Flight& f) noexcept;
   void fetch_unit(Flight& f, std::size_t j, std::int64_t& ns_fetch, std::int64_t& ns_decode);
-  Array::EncodedUnit take_read_buffer();
-  void give_read_buffer(Array::EncodedUnit enc);
   void check_statuses(Flight& f, GpuStageStats& stats);
   void enqueue_assembly(Flight& f, void* d_inputs, void* d_targets);
   void grow_device(void*& buf, std::size_t& cap, std::size_t bytes, void* stream);
@@ -183,8 +182,7 @@ class GpuStage {
   void* scratch_ = nullptr;
   std::size_t scratch_cap_ = 0;
   // Read buffers of the fetch threads, reused unit after unit.
-  std::mutex reads_mu_;
-  std::vector<Array::EncodedUnit> reads_;
+  ReadBuffers reads_;   // the fetch threads' encoded-unit buffers
 };
 
 }  // namespace cubestream::pipeline

@@ -23,6 +23,7 @@
 #include "pipeline/gpu_stage.hpp"
 #include "pipeline/host_decode_share.hpp"
 #include "pipeline/memory_budget.hpp"
+#include "pipeline/read_buffers.hpp"
 #include "pipeline/readahead.hpp"
 #include "pipeline/trace.hpp"
 #include "pipeline/unit_cache.hpp"
@@ -145,6 +146,9 @@ struct Loader::Impl {
     return shape;
   }
   void run_task(const pipeline::UnitTask& task, void* in_ptr, void* tgt_ptr);
+  bool choose_block_assembly(std::uint64_t cache_capacity) const;
+  bool assemble_by_blocks(const pipeline::UnitTask& task, const pipeline::UnitSource& src,
+                          const Array::EncodedUnit& enc, void* in_ptr, void* tgt_ptr, std::int64_t& ns_blocks);
 
   LoaderConfig cfg;
   Sampler sampler;
@@ -159,6 +163,7 @@ struct Loader::Impl {
   std::uint64_t task_reserve = 0;
   std::unique_ptr<pipeline::MemoryBudget> budget;
   std::unique_ptr<pipeline::UnitCache> cache;
+  pipeline::ReadBuffers reads;   // run_task's encoded-unit buffers
   std::shared_ptr<pipeline::BufferPool> host_pool, device_pool;
   void* copy_stream = nullptr;
   std::unique_ptr<pipeline::GpuStage> gpu;   // GPU decode + assembly (device kCuda)
@@ -177,6 +182,9 @@ struct Loader::Impl {
   // ahead waits for the consumer's next batch before its copies and decoders are enqueued
   // (see await_consumer_step()).
   bool pace_gpu_work = false;
+  // Host decode of blosc units block by block straight into the batch (run_task), see
+  // choose_block_assembly().
+  bool block_assembly = false;
   std::int64_t last_buffer_wait_ns = 0;
   std::string decode_path = "cpu";
 
@@ -195,7 +203,7 @@ struct Loader::Impl {
   // Statistics.
   std::atomic<std::uint64_t> st_batches{0}, st_samples{0}, st_units{0}, st_missing{0}, st_hits{0}, st_fetched{0},
       st_decoded{0}, st_delivered{0}, st_ready_max{0}, st_gpu_decoded{0}, st_gpu_fallback{0}, st_host_chosen{0},
-      st_pinned_calls{0}, st_host_built{0};
+      st_pinned_calls{0}, st_host_built{0}, st_block_assembled{0};
   std::atomic<std::int64_t> ns_fetch{0}, ns_decode{0}, ns_assemble{0}, ns_transfer{0}, ns_wait{0}, ns_pinned{0};
   // Consumer waits that began with the GPU through the consumer's own work (next()), never
   // reset: the host decode share's input.
@@ -264,6 +272,7 @@ Loader::Impl::Impl(ConcatenatedTime source, LoaderConfig config, std::optional<D
   budget = std::make_unique<pipeline::MemoryBudget>(limit);
   budget->force(buffers);  // the batch buffers' share, held for the loader's life
   cache = std::make_unique<pipeline::UnitCache>(limit - buffers - tasks);
+  block_assembly = choose_block_assembly(limit - buffers - tasks);
   budget->set_reclaimer([this](std::uint64_t want) { return cache->evict(want); });
   if (cfg.device == DeviceKind::kCuda) {
     host_pool = pipeline::BufferPool::create(pipeline::MemoryKind::kPinned, batch_bytes, cfg.device_index, 2);
@@ -573,6 +582,59 @@ class Reservation {
 
 }  // namespace
 
+// Block assembly. A unit the host decodes whole is written to memory (4 MiB for a 721 x 1440
+// float32 field), read back by the assembly and, mostly, dropped from the cache unused: on a
+// host whose cores share a saturated memory bus (the 64-core machines of docs/benchmarks.md,
+// session 25, decode 0.7 GB/s a thread against 3.2 on the dev machine's one core) those two
+// passes cost as much as the decode. A blosc unit's blocks are independent, so each is
+// decoded into a per-thread buffer that stays in cache and converted into the batch from
+// there (Array::decode_unit_blocks, assemble_piece_band). The unit then never enters the
+// cache, so this is chosen where the cache rarely gives a unit back anyway: samples drawn in
+// random order (ShuffleMode::kSample; in order or by chunk, a unit's next use is near) from
+// data more than four times the cache's size (a unit's next use then mostly comes after its
+// eviction). CUBESTREAM_BLOCK_ASSEMBLY=on|off overrides that; a unit whose chain has no
+// independent blocks or whose pieces are not contiguous rows is decoded whole either way.
+bool Loader::Impl::choose_block_assembly(std::uint64_t cache_capacity) const {
+  if (const char* env = std::getenv("CUBESTREAM_BLOCK_ASSEMBLY")) {
+    const std::string v = env;
+    if (v == "on") return true;
+    if (v == "off") return false;
+    if (v != "auto") refuse("CUBESTREAM_BLOCK_ASSEMBLY must be auto, on or off, not '" + v + "'");
+  }
+  if (cfg.sampler.shuffle != ShuffleMode::kSample) return false;
+  std::uint64_t data = 0;
+  for (const auto& src : planner.sources()) {
+    std::uint64_t n = src.array.dtype().size;
+    for (auto e : src.array.shape()) n *= static_cast<std::uint64_t>(e);
+    data += n;
+  }
+  return data / 4 > cache_capacity;
+}
+
+// Decodes the fetched unit of `task` block by block into the batch; false (nothing written)
+// where the unit's chain or a piece does not allow it. `ns_blocks`: time spent converting.
+bool Loader::Impl::assemble_by_blocks(const pipeline::UnitTask& task, const pipeline::UnitSource& src,
+                                      const Array::EncodedUnit& enc, void* in_ptr, void* tgt_ptr,
+                                      std::int64_t& ns_blocks) {
+  // Rows shorter than this would make the per-block walk over the piece's rows cost more
+  // than the conversion it saves.
+  constexpr std::int64_t kMinRun = 64;
+  for (const auto& pc : task.pieces) {
+    if (!pipeline::piece_rows_contiguous(pc, kMinRun)) return false;
+  }
+  const auto& channels = selection.channels();
+  const std::size_t esize = src.array.dtype().size;
+  return src.array.decode_unit_blocks(enc, [&](std::size_t offset, const std::uint8_t* data, std::size_t bytes) {
+    const std::int64_t t0 = pipeline::now_ns();
+    for (const auto& pc : task.pieces) {
+      pipeline::assemble_piece_band(pc, data, static_cast<std::int64_t>(offset / esize),
+                                    static_cast<std::int64_t>(bytes / esize), src, channels[pc.channel].norm,
+                                    cfg.selection.nan_fill, cfg.dtype, pc.tensor == 0 ? in_ptr : tgt_ptr);
+    }
+    ns_blocks += pipeline::now_ns() - t0;
+  });
+}
+
 void Loader::Impl::run_task(const pipeline::UnitTask& task, void* in_ptr, void* tgt_ptr) {
   const pipeline::UnitSource& src = planner.sources()[task.source];
   const std::int64_t t0 = pipeline::now_ns();
@@ -584,13 +646,35 @@ void Loader::Impl::run_task(const pipeline::UnitTask& task, void* in_ptr, void* 
     const std::uint64_t ub = src.array.unit_bytes();
     const std::uint64_t enc_est = ub + ub / 64 + (64u << 10);
     Reservation res(*budget, enc_est + ub);
-    Array::EncodedUnit enc;
+    // The buffer goes back to the pool on every way out, an error's included.
+    struct Held {
+      pipeline::ReadBuffers& pool;
+      Array::EncodedUnit enc;
+      ~Held() { pool.give(std::move(enc)); }
+    } held{reads, reads.take()};
+    Array::EncodedUnit& enc = held.enc;
     {
       pipeline::NvtxRange r("cubestream fetch");
-      enc = src.array.fetch_unit(task.unit);
+      src.array.fetch_unit(task.unit, enc);
     }
     const std::int64_t t1 = pipeline::now_ns();
     if (enc.bytes.size() > enc_est) res.add_forced(enc.bytes.size() - enc_est);
+    std::int64_t ns_blocks = 0;
+    if (block_assembly && assemble_by_blocks(task, src, enc, in_ptr, tgt_ptr, ns_blocks)) {
+      const std::int64_t t3 = pipeline::now_ns();
+      ++st_units;
+      ++st_block_assembled;
+      st_fetched += enc.bytes_fetched;
+      st_decoded += ub;
+      ns_fetch += t1 - t0;
+      ns_decode += t3 - t1 - ns_blocks;
+      ns_assemble += ns_blocks;
+      if (trace.enabled()) {
+        trace.record("fetch", t0, t1, src.description + " " + enc.key);
+        trace.record("decode + assemble by blocks", t1, t3, src.description);
+      }
+      return;
+    }
     auto decoded = std::make_shared<pipeline::DecodedUnit>(*budget, ub);
     res.hand_over(ub);
     {
@@ -1008,6 +1092,7 @@ LoaderStats Loader::stats() const {
   s.staging_pinned_s = static_cast<double>(m.ns_pinned.load()) / 1e9;
   s.decode_path = m.decode_path;
   s.units_hinted = m.readahead->hinted();
+  s.units_block_assembled = m.st_block_assembled;
   return s;
 }
 
@@ -1015,7 +1100,7 @@ void Loader::reset_stats() {
   Impl& m = *impl_;
   for (auto* c : {&m.st_batches, &m.st_samples, &m.st_units, &m.st_missing, &m.st_hits, &m.st_fetched, &m.st_decoded,
                   &m.st_delivered, &m.st_ready_max, &m.st_gpu_decoded, &m.st_gpu_fallback, &m.st_host_chosen, &m.st_pinned_calls,
-                  &m.st_host_built})
+                  &m.st_host_built, &m.st_block_assembled})
     *c = 0;
   for (auto* c : {&m.ns_fetch, &m.ns_decode, &m.ns_assemble, &m.ns_transfer, &m.ns_wait, &m.ns_pinned}) *c = 0;
   m.stats_origin = pipeline::now_ns();

@@ -121,6 +121,27 @@ bool Array::will_need_unit(const std::vector<std::int64_t>& unit) const noexcept
   }
 }
 
+namespace {
+
+// Runs a decode of `encoded`, giving its errors the store, the key and the offset inside the
+// key's value (a codec knows only the offset inside the bytes it was given).
+template <class Fn>
+void with_unit_context(const Array::Impl& a, const Array::EncodedUnit& encoded, Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    ErrorContext ctx = e.context();
+    ctx.store = a.store->describe();
+    ctx.key = encoded.key;
+    if (ctx.offset) ctx.offset = *ctx.offset + encoded.offset;
+    throw Error(e.code(), e.message(), ctx);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kResourceExhausted, "out of memory while decoding this chunk", a.where(encoded.key));
+  }
+}
+
+}  // namespace
+
 void Array::decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_bytes) const {
   const Impl& a = *impl_;
   const std::size_t n = unit_bytes();
@@ -138,17 +159,21 @@ void Array::decode_unit(const EncodedUnit& encoded, void* out, std::size_t out_b
   }
   const codec::CodecChain& chain = a.sharding ? a.sharding->inner_chain() : a.chain;
   const codec::ChunkSpec spec = a.sharding ? a.sharding->inner_spec(a.chunk_spec) : a.chunk_spec;
-  try {
+  with_unit_context(a, encoded, [&] {
     chain.decode(ByteView(encoded.bytes.data(), encoded.bytes.size()), spec, MutableByteView(dst, n));
-  } catch (const Error& e) {
-    ErrorContext ctx = e.context();
-    ctx.store = a.store->describe();
-    ctx.key = encoded.key;
-    if (ctx.offset) ctx.offset = *ctx.offset + encoded.offset;
-    throw Error(e.code(), e.message(), ctx);
-  } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kResourceExhausted, "out of memory while decoding this chunk", a.where(encoded.key));
-  }
+  });
+}
+
+bool Array::decode_unit_blocks(const EncodedUnit& encoded, const BlockSink& sink) const {
+  const Impl& a = *impl_;
+  if (encoded.missing) return false;
+  const codec::CodecChain& chain = a.sharding ? a.sharding->inner_chain() : a.chain;
+  const codec::ChunkSpec spec = a.sharding ? a.sharding->inner_spec(a.chunk_spec) : a.chunk_spec;
+  bool done = false;
+  with_unit_context(a, encoded, [&] {
+    done = chain.decode_blocks(ByteView(encoded.bytes.data(), encoded.bytes.size()), spec, sink);
+  });
+  return done;
 }
 
 }  // namespace cubestream

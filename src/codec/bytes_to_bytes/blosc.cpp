@@ -69,10 +69,12 @@ const char* compressor_name(std::uint8_t format) {
   return "?";
 }
 
-// Scratch for shuffled blocks, kept per thread so that decoding many chunks does not allocate
-// (and fault in fresh pages) for each one.
-std::uint8_t* scratch(std::size_t bytes) {
-  thread_local Bytes buf;
+// Per-thread scratch, kept so that decoding many chunks does not allocate (and fault in fresh
+// pages) for each one: slot 0 holds a shuffled block before its unshuffle, slot 1 the decoded
+// block that decode_blocks() hands on.
+std::uint8_t* scratch(int slot, std::size_t bytes) {
+  thread_local Bytes bufs[2];
+  Bytes& buf = bufs[slot];
   constexpr std::size_t kKeepAtMost = std::size_t{64} << 20;
   if (buf.size() < bytes || buf.size() > std::max(bytes, kKeepAtMost)) {
     Bytes fresh;
@@ -328,27 +330,54 @@ class BloscCodec final : public BytesToBytesCodec {
   }
 
   std::size_t decode(ByteView in, MutableByteView out) const override {
+    return run(in, out.size(), out.data(), nullptr);
+  }
+
+  // Blocks are independent in the format, so each is decoded (and unshuffled) into a per-thread
+  // buffer of one block and handed on: a 4 MiB chunk of 512 KiB blocks never exists whole.
+  bool decode_blocks(ByteView in, std::size_t out_size, std::size_t align, const BlockSink& sink) const override {
+    BloscHeader h;
+    raise_if_bad(logic::blosc_parse_header(in.data(), in.size(), &h));
+    CS_DECODE_CHECK(h.nbytes == out_size, kSizeMismatch, kName,
+                    "header says " + std::to_string(h.nbytes) + " decoded bytes, the chunk has " +
+                        std::to_string(out_size),
+                    4);
+    if (align == 0) align = 1;
+    // Blocks start at multiples of blocksize and the last one ends at nbytes (a memcpyed
+    // buffer goes on as one piece).
+    if (h.nbytes % align != 0 || (!h.memcpyed() && h.blocksize % align != 0)) return false;
+    run(in, out_size, nullptr, &sink);
+    return true;
+  }
+
+ private:
+  // The decode loop: every block into its place in `out`, or (sink given, out null) each block
+  // into one per-thread block buffer that goes to `sink` before the next is decoded.
+  std::size_t run(ByteView in, std::size_t out_size, std::uint8_t* out, const BlockSink* sink) const {
     BloscHeader h;
     raise_if_bad(logic::blosc_parse_header(in.data(), in.size(), &h));
     if (h.nbytes == 0) return 0;
-    CS_DECODE_CHECK(h.nbytes <= out.size(), kSizeMismatch, kName,
+    CS_DECODE_CHECK(h.nbytes <= out_size, kSizeMismatch, kName,
                     "header says " + std::to_string(h.nbytes) + " decoded bytes but only " +
-                        std::to_string(out.size()) + " are expected",
+                        std::to_string(out_size) + " are expected",
                     4);
     const ByteView buf = in.first(h.cbytes);
     if (h.memcpyed()) {
-      std::memcpy(out.data(), buf.data() + logic::kBloscHeaderSize, h.nbytes);
+      const std::uint8_t* raw = buf.data() + logic::kBloscHeaderSize;
+      if (sink) (*sink)(0, raw, h.nbytes);
+      else std::memcpy(out, raw, h.nbytes);
       return h.nbytes;
     }
     const std::uint8_t format = h.compressor_format();
     const std::size_t max_block = std::min(h.blocksize, h.nbytes);
     std::uint8_t* tmp = nullptr;
-    if (h.byte_shuffled() || (h.flags & logic::kBloscFlagBitShuffle)) tmp = scratch(max_block);
+    if (h.byte_shuffled() || (h.flags & logic::kBloscFlagBitShuffle)) tmp = scratch(0, max_block);
+    std::uint8_t* block = sink ? scratch(1, max_block) : nullptr;
 
     const std::uint32_t nblocks = h.nblocks();
     for (std::uint32_t j = 0; j < nblocks; ++j) {
       const std::size_t bsize = h.block_bytes(j);
-      std::uint8_t* dest = out.data() + static_cast<std::size_t>(j) * h.blocksize;
+      std::uint8_t* dest = sink ? block : out + static_cast<std::size_t>(j) * h.blocksize;
       const bool byte_shuffled = h.byte_shuffled();
       const bool bit_shuffled = h.bit_shuffled(bsize);
       std::uint8_t* target = (byte_shuffled || bit_shuffled) ? tmp : dest;
@@ -370,11 +399,11 @@ class BloscCodec final : public BytesToBytesCodec {
       } else if (bit_shuffled) {
         logic::bitunshuffle_block(tmp, dest, bsize, h.typesize);
       }
+      if (sink) (*sink)(static_cast<std::size_t>(j) * h.blocksize, block, bsize);
     }
     return h.nbytes;
   }
 
- private:
   nlohmann::json cfg_;
 };
 

@@ -452,6 +452,102 @@ TEST(BloscOracle, EmptyAndTinyBuffers) {
   }
 }
 
+// decode_blocks: the blocks, in order and end to end, are the oracle's bytes; each is whole
+// elements; a chunk whose blocks are not (or that decodes to another size) is refused before
+// any block goes out, and a damaged one fails as decode() does.
+Buf decode_by_blocks(const BytesToBytesCodec& c, const Buf& enc, std::size_t out_size, std::size_t align,
+                     bool* taken = nullptr) {
+  Buf out;
+  std::size_t calls = 0;
+  const bool ok = c.decode_blocks(ByteView(enc.data(), enc.size()), out_size, align,
+                                  [&](std::size_t offset, const std::uint8_t* data, std::size_t bytes) {
+                                    EXPECT_EQ(offset, out.size());
+                                    EXPECT_EQ(bytes % align, 0u);
+                                    out.insert(out.end(), data, data + bytes);
+                                    ++calls;
+                                  });
+  if (taken) *taken = ok;
+  if (!ok) EXPECT_EQ(calls, 0u);
+  return out;
+}
+
+TEST(BloscOracle, BlocksHandedOnOneByOneEqualTheWholeDecode) {
+  BloscGlobals globals;
+  auto codec = make_b2b("blosc");
+  int taken = 0;
+  for (const char* cname : kCnames) {
+    for (int shuffle = 0; shuffle <= 2; ++shuffle) {
+      for (std::size_t typesize : {1, 2, 4, 8}) {
+        for (std::size_t blocksize : {0, 256, 65536}) {
+          for (std::size_t n : {std::size_t{0}, std::size_t{96}, std::size_t{100000}, std::size_t{262144}}) {
+            const std::size_t bytes = n * typesize;
+            const Buf src = climate_bytes(bytes);
+            SCOPED_TRACE(std::string(cname) + " shuffle " + std::to_string(shuffle) + " typesize " +
+                         std::to_string(typesize) + " blocksize " + std::to_string(blocksize) + " bytes " +
+                         std::to_string(bytes));
+            const Buf enc = blosc_compress_oracle(src, cname, 5, shuffle, typesize, blocksize);
+            bool ok = false;
+            const Buf got = decode_by_blocks(*codec, enc, src.size(), typesize, &ok);
+            ASSERT_TRUE(ok);  // c-blosc keeps blocks whole elements of its typesize
+            ASSERT_EQ(got, src);
+            ++taken;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(taken, 400);
+  // memcpyed: one piece, straight from the input
+  const Buf data = climate_bytes(1000);
+  bool ok = false;
+  EXPECT_EQ(decode_by_blocks(*codec, memcpyed_container(data), data.size(), 4, &ok), data);
+  EXPECT_TRUE(ok);
+}
+
+TEST(BloscOracle, BlockDecodeRefusesMisalignedBlocksAndFailsAsDecode) {
+  BloscGlobals globals;
+  auto codec = make_b2b("blosc");
+  const Buf src = climate_bytes(3 * 4096 * 4 + 12);
+  // blocks of 1000 bytes are not whole 8-byte elements: refused, nothing handed on
+  const Buf odd = blosc_compress_oracle(src, "lz4", 5, 0, 1, 1000);
+  bool ok = true;
+  decode_by_blocks(*codec, odd, src.size(), 8, &ok);
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(decode_by_blocks(*codec, odd, src.size(), 4, &ok), src);   // 1000 = 250 x 4
+  EXPECT_TRUE(ok);
+  const Buf enc = blosc_compress_oracle(src, "lz4", 5, 1, 4, 4096);
+  // another decoded size than the header's
+  expect_error(ErrorCode::kSizeMismatch, [&] { decode_by_blocks(*codec, enc, src.size() - 4, 4); });
+  expect_error(ErrorCode::kSizeMismatch, [&] { decode_by_blocks(*codec, enc, src.size() + 4, 4); });
+  expect_error(ErrorCode::kCorruptData, [&] { decode_by_blocks(*codec, Buf(enc.begin(), enc.end() - 1), src.size(), 4); });
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 300; ++trial) {
+    Buf bad = enc;
+    const int flips = 1 + trial % 3;
+    for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+    // Whatever a damaged chunk does, decode_blocks does the same: same error, or the same bytes.
+    std::string whole_error, block_error;
+    Buf whole, blocks;
+    try {
+      whole = decode(*codec, bad, src.size());
+    } catch (const cubestream::Error& e) {
+      whole_error = std::to_string(static_cast<int>(e.code()));
+    }
+    try {
+      blocks = decode_by_blocks(*codec, bad, src.size(), 4);
+    } catch (const cubestream::Error& e) {
+      block_error = std::to_string(static_cast<int>(e.code()));
+    }
+    // decode() may stop short of the output (a header with fewer bytes: the chain then
+    // refuses the size); decode_blocks refuses it at once.
+    if (whole_error.empty() && whole.size() != src.size()) {
+      whole_error = std::to_string(static_cast<int>(ErrorCode::kSizeMismatch));
+    }
+    ASSERT_EQ(whole_error, block_error) << "trial " << trial;
+    if (whole_error.empty()) ASSERT_EQ(whole, blocks) << "trial " << trial;
+  }
+}
+
 #endif  // CUBESTREAM_TEST_HAVE_BLOSC
 
 }  // namespace

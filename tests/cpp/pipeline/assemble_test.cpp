@@ -269,6 +269,62 @@ TEST(Assemble, RandomPiecesEqualTheScalarReferenceBitForBit) {
   EXPECT_GT(fallback_configs, 20);
 }
 
+// Block assembly (assemble_piece_band): the unit cut into random bands of whole elements, each
+// band handed over alone as a decoder's block would be, writes what assemble_piece writes from
+// the whole unit, for the pieces whose rows are contiguous in the unit (the others are left to
+// assemble_piece, and assemble_piece_band refuses them).
+TEST(Assemble, BandsThatTileTheUnitEqualTheWholeUnit) {
+  std::mt19937_64 rng(16);
+  const auto& types = element_types();
+  int contiguous = 0, refused = 0;
+  for (int round = 0; round < 1500; ++round) {
+    const DataType& dt = types[static_cast<std::size_t>(round) % types.size()];
+    ElementSource es{dt, rng, {}};
+    const Config cfg = random_config(rng, es);
+    const Geometry g = random_geometry(rng);
+    std::int64_t unit_elems = 1;
+    for (auto e : g.unit_shape) unit_elems *= e;
+    std::vector<std::uint8_t> unit(static_cast<std::size_t>(unit_elems) * dt.size);
+    for (std::int64_t i = 0; i < unit_elems; ++i) {
+      const std::uint64_t b = es.next();
+      std::memcpy(unit.data() + static_cast<std::size_t>(i) * dt.size, &b, dt.size);
+    }
+    const UnitSource src = source_of(dt, cfg.enc);
+    const std::size_t bytes = static_cast<std::size_t>(g.tensor_elements) * out_size(cfg.out);
+    if (!piece_rows_contiguous(g.piece, 1)) {
+      ++refused;
+      std::vector<std::uint8_t> out(bytes);
+      EXPECT_THROW(assemble_piece_band(g.piece, unit.data(), 0, unit_elems, src, cfg.norm, cfg.fill, cfg.out,
+                                       out.data()),
+                   Error);
+      continue;
+    }
+    ++contiguous;
+    std::vector<std::uint8_t> want(bytes, 0xA5);
+    assemble_piece(g.piece, unit.data(), src, cfg.norm, cfg.fill, cfg.out, want.data());
+    for (RowIsa isa : supported_row_isas()) {
+      std::vector<std::uint8_t> got(bytes, 0xA5);
+      // Bands of 1 element to the whole unit, each in a buffer of its own.
+      std::uniform_int_distribution<std::int64_t> len(1, std::max<std::int64_t>(1, unit_elems / 3));
+      for (std::int64_t first = 0; first < unit_elems;) {
+        const std::int64_t n = std::min(unit_elems - first, round % 5 == 0 ? unit_elems : len(rng));
+        const std::vector<std::uint8_t> band(unit.begin() + first * static_cast<std::int64_t>(dt.size),
+                                             unit.begin() + (first + n) * static_cast<std::int64_t>(dt.size));
+        assemble_piece_band(g.piece, band.data(), first, n, src, cfg.norm, cfg.fill, cfg.out, got.data(), isa);
+        first += n;
+      }
+      if (got != want) {
+        std::size_t at = 0;
+        while (got[at] == want[at]) ++at;
+        FAIL() << "round " << round << " (" << isa_name(isa) << "): " << cfg.describe() << ": first differing byte "
+               << at;
+      }
+    }
+  }
+  EXPECT_GT(contiguous, 300);
+  EXPECT_GT(refused, 50);
+}
+
 // The reciprocal's check (assemble_rows.cpp, recip_needs_division): one float32 value x per
 // case and std = RN(x / m) for a point m halfway between two float32s, so that x / std lies
 // within a few float64 ulps of m; and std near 2^130, where x / std is a float32 subnormal.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -416,6 +417,73 @@ TEST(Loader, TraceRecordsEveryStage) {
   }
   const auto st = l.stats().to_json();
   EXPECT_GT(st["busy_s"]["decode"].get<double>(), 0.0);
+}
+
+// ---- block assembly ------------------------------------------------------------------------
+
+// CUBESTREAM_BLOCK_ASSEMBLY=on: the demo store's blosc-lz4 chunks (real CMIP5 fields, float32,
+// byte shuffle) decoded block by block straight into the batch give the reference's batches
+// bit for bit, as whole fields and as patches whose rows are long enough; patches with short
+// rows are decoded whole (and counted so); =off never takes the block path; auto leaves it off
+// for data that fits the cache; another value is refused.
+TEST(Loader, BlockAssemblyGivesTheReferenceBatches) {
+  const std::string demo = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
+  struct Case {
+    std::map<std::string, std::int64_t> patch;
+    OutputDType dtype;
+    bool blocks;   // whether the pieces' rows allow the block path
+  };
+  const Case cases[] = {{{}, OutputDType::kFloat32, true},
+                        {{{"lat", 40}, {"lon", 64}}, OutputDType::kBFloat16, true},
+                        {{{"lat", 96}, {"lon", 96}}, OutputDType::kFloat16, true},
+                        {{{"lat", 5}, {"lon", 7}}, OutputDType::kFloat32, false}};
+  for (const Case& k : cases) {
+    LoaderConfig c;
+    c.selection.variables = {"tas", "uas", "vas"};
+    c.sampler.window = ForecastWindow{"time", {-1, 0}, {1}};
+    c.sampler.patch = k.patch;
+    c.sampler.shuffle = ShuffleMode::kSample;
+    c.sampler.batch_size = 3;
+    c.dtype = k.dtype;
+    c.threads = 2;
+    for (const char* mode : {"on", "off"}) {
+      SCOPED_TRACE(std::string(mode) + (k.patch.empty() ? " whole fields" : " patch " + std::to_string(k.patch.at("lon"))));
+      setenv("CUBESTREAM_BLOCK_ASSEMBLY", mode, 1);
+      Loader l(ConcatenatedTime({Dataset::open(open_store(demo))}), c);
+      unsetenv("CUBESTREAM_BLOCK_ASSEMBLY");
+      for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+        l.set_epoch(epoch);
+        std::int64_t i = 0;
+        while (auto b = l.next()) {
+          const std::string what = "epoch " + std::to_string(epoch) + " batch " + std::to_string(i++);
+          expect_tensor_equals_reference(b->inputs, l, *b, false, what + " inputs");
+          expect_tensor_equals_reference(*b->targets, l, *b, true, what + " targets");
+          if (HasFatalFailure()) return;
+        }
+        ASSERT_GT(i, 2);
+      }
+      const LoaderStats st = l.stats();
+      if (std::string(mode) == "on" && k.blocks) {
+        // every unit fetched goes the block path: none is cached, so none is found again
+        EXPECT_EQ(st.units_block_assembled, st.units_fetched);
+        EXPECT_EQ(st.cache_hits, 0u);
+      } else {
+        EXPECT_EQ(st.units_block_assembled, 0u);
+      }
+      EXPECT_GT(st.units_fetched, 0u);
+    }
+  }
+  LoaderConfig c;
+  c.selection.variables = {"tas"};
+  c.sampler.window = ForecastWindow{"time", {0}, {1}};
+  c.sampler.shuffle = ShuffleMode::kSample;
+  Loader automatic(ConcatenatedTime({Dataset::open(open_store(demo))}), c);
+  while (automatic.next()) {
+  }
+  EXPECT_EQ(automatic.stats().units_block_assembled, 0u);   // 1 MB of data: the cache holds it
+  setenv("CUBESTREAM_BLOCK_ASSEMBLY", "sometimes", 1);
+  EXPECT_THROW(Loader(ConcatenatedTime({Dataset::open(open_store(demo))}), c), Error);
+  unsetenv("CUBESTREAM_BLOCK_ASSEMBLY");
 }
 
 // ---- readahead hints ----------------------------------------------------------------------
