@@ -43,6 +43,16 @@
 // once while it stays cached. Units of the batch being assembled are never decoded twice:
 // tasks are per unique unit.
 //
+// Block assembly: where the cache would rarely give a unit back (samples in random order,
+// ShuffleMode::kSample, from data more than four times the cache, counting the selected
+// channels over the sampler's dims), a blosc unit of a non-static variable that the host
+// decodes is not kept whole: each of its blocks is decoded into a small per-thread buffer and
+// converted into the batch from there, which saves writing the unit to memory and reading it
+// back (a quarter of the host's time per unit on the H100 machines). Such units are not
+// cached. CUBESTREAM_BLOCK_ASSEMBLY=on|off|auto overrides the choice; units of other codec
+// chains, and pieces whose rows are not contiguous runs of 64 or more elements in the unit,
+// are decoded whole either way. The batches are the same bit for bit.
+//
 // ---- Memory --------------------------------------------------------------------------------
 // `memory_limit` bounds the host memory the loader holds at once: batch buffers it is filling
 // or holding ready (prefetch of them), the encoded and decoded units of running tasks, and the
@@ -215,7 +225,7 @@ struct LoaderStats {
   // stood at 1 (see host_decode_share).
   std::uint64_t batches_built_on_host = 0;
   // Host-decoded units assembled block by block straight into the batch, never whole in
-  // memory and not cached (CUBESTREAM_BLOCK_ASSEMBLY, see Loader).
+  // memory and not cached (block assembly, see the top of this file).
   std::uint64_t units_block_assembled = 0;
   std::uint64_t units_hinted = 0;        // units whose reads were hinted ahead to their store
                                          // (LoaderConfig::readahead_batches)

@@ -52,7 +52,8 @@ CS_HD inline std::uint16_t float16_bits(float x) {
   return static_cast<std::uint16_t>(sign | h);
 }
 
-// The same bits as float16_bits for every float32 (checked over all 2^32 in the tests), with
+// The same bits as float16_bits for every float32 (checked over all 2^32 once; the tests take
+// every rounding case of every exponent and every value below 2^-13, 1.9 G of them), with
 // selects instead of branches so that a compiler vectorises a loop of it (the CPU assemble
 // stage's float16 rows). Normal halves round in integer arithmetic: the exponent rebiased
 // (127 - 15 = 112, i.e. 0x38000000 off the bits), then 0xFFF plus the kept part's lowest bit

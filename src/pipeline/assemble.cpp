@@ -134,13 +134,20 @@ void assemble_piece_band(const Piece& piece, const std::uint8_t* band, std::int6
   if (b.src_stride.back() != 1) {
     throw Error(ErrorCode::kInternal, "assemble_piece_band: the piece's rows are not contiguous in the unit");
   }
-  const RowConverter conv(source.array.dtype(), source.encoding, norm, nan_fill, dtype, isa);
   const std::int64_t run = b.count.back();
   const std::int64_t last = first + count;
+  // The piece's extent in the unit: most pieces of a unit miss most of its blocks.
+  std::int64_t lo = piece.src_offset, hi = piece.src_offset + run;
+  for (std::size_t l = 0; l + 1 < b.count.size(); ++l) {
+    const std::int64_t span = (b.count[l] - 1) * b.src_stride[l];
+    (span < 0 ? lo : hi) += span;
+  }
+  if (hi <= first || lo >= last) return;
+  const RowConverter conv(source.array.dtype(), source.encoding, norm, nan_fill, dtype, isa);
   const std::size_t isz = conv.in_size(), osz = conv.out_size();
   auto* out = static_cast<std::uint8_t*>(tensor);
-  // Every row is visited for every band; a piece has at most a few thousand rows and a unit a
-  // few dozen blocks, against the conversion of the block's elements.
+  // Every row of a piece that reaches the band is visited; a piece has at most a few thousand
+  // rows and a unit a few dozen blocks, against the conversion of the block's elements.
   for_each_row(b, piece.src_offset, piece.dst_offset, [&](std::int64_t so, std::int64_t dofs) {
     const std::int64_t lo = std::max(so, first), hi = std::min(so + run, last);
     if (lo >= hi) return;

@@ -45,7 +45,7 @@ BatchPlanner::BatchPlanner(const Selection& selection, const Sampler& sampler) :
         std::string desc = ch.variable;
         if (ch.from_static) desc += " (static)";
         else if (parts > 1) desc += " (part " + std::to_string(p) + ")";
-        sources_.push_back(UnitSource{v.array, ds.cf_encoding(ch.variable), desc});
+        sources_.push_back(UnitSource{v.array, ds.cf_encoding(ch.variable), desc, ch.from_static});
         it = made.emplace(key, sources_.size() - 1).first;
       }
       per_part.push_back(it->second);

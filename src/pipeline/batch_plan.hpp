@@ -26,6 +26,7 @@ struct UnitSource {
   Array array;
   CFEncoding encoding;
   std::string description;   // "2m_temperature (part 1)" for messages and traces
+  bool is_static = false;    // from the static dataset: its units serve every batch
 };
 
 struct Piece {

@@ -11,6 +11,8 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "core/thread_pool.hpp"
@@ -583,17 +585,22 @@ class Reservation {
 }  // namespace
 
 // Block assembly. A unit the host decodes whole is written to memory (4 MiB for a 721 x 1440
-// float32 field), read back by the assembly and, mostly, dropped from the cache unused: on a
-// host whose cores share a saturated memory bus (the 64-core machines of docs/benchmarks.md,
-// session 25, decode 0.7 GB/s a thread against 3.2 on the dev machine's one core) those two
-// passes cost as much as the decode. A blosc unit's blocks are independent, so each is
+// float32 field), read back by the assembly and, mostly, dropped from the cache unused. A
+// blosc unit's blocks are independent, so each is
 // decoded into a per-thread buffer that stays in cache and converted into the batch from
 // there (Array::decode_unit_blocks, assemble_piece_band). The unit then never enters the
 // cache, so this is chosen where the cache rarely gives a unit back anyway: samples drawn in
 // random order (ShuffleMode::kSample; in order or by chunk, a unit's next use is near) from
 // data more than four times the cache's size (a unit's next use then mostly comes after its
-// eviction). CUBESTREAM_BLOCK_ASSEMBLY=on|off overrides that; a unit whose chain has no
+// eviction). The data counted is what the sampler draws from: each selected channel's extent
+// over the sampler's dims, in every time part (a level left out is not read). Static
+// variables' units serve every batch, so they always go through the cache.
+// CUBESTREAM_BLOCK_ASSEMBLY=on|off overrides the choice; a unit whose chain has no
 // independent blocks or whose pieces are not contiguous rows is decoded whole either way.
+// On the 16-core H100 machine this took the host's time per unit from 5.4 to 3.9 ms (U-Net
+// store, docs/benchmarks.md, session 25). The block path still charges the budget for the
+// decoded unit it does not build, for the task's duration: both charges are taken at once,
+// as on the whole path, so that a task never waits for memory while holding some.
 bool Loader::Impl::choose_block_assembly(std::uint64_t cache_capacity) const {
   if (const char* env = std::getenv("CUBESTREAM_BLOCK_ASSEMBLY")) {
     const std::string v = env;
@@ -602,11 +609,20 @@ bool Loader::Impl::choose_block_assembly(std::uint64_t cache_capacity) const {
     if (v != "auto") refuse("CUBESTREAM_BLOCK_ASSEMBLY must be auto, on or off, not '" + v + "'");
   }
   if (cfg.sampler.shuffle != ShuffleMode::kSample) return false;
+  std::set<std::string> sample_dims;
+  for (const auto& d : selection.sampler_dims()) sample_dims.insert(d.name);
+  const ConcatenatedTime& source = selection.source();
   std::uint64_t data = 0;
-  for (const auto& src : planner.sources()) {
-    std::uint64_t n = src.array.dtype().size;
-    for (auto e : src.array.shape()) n *= static_cast<std::uint64_t>(e);
-    data += n;
+  for (const Channel& ch : selection.channels()) {
+    if (ch.from_static) continue;
+    for (std::size_t p = 0; p < source.num_parts(); ++p) {
+      const Variable& v = source.part(p).variable(ch.variable);
+      std::uint64_t n = v.array.dtype().size;
+      for (std::size_t d = 0; d < v.dims.size() && d < v.array.shape().size(); ++d) {
+        if (sample_dims.count(v.dims[d])) n *= static_cast<std::uint64_t>(v.array.shape()[d]);
+      }
+      data += n;
+    }
   }
   return data / 4 > cache_capacity;
 }
@@ -619,6 +635,7 @@ bool Loader::Impl::assemble_by_blocks(const pipeline::UnitTask& task, const pipe
   // Rows shorter than this would make the per-block walk over the piece's rows cost more
   // than the conversion it saves.
   constexpr std::int64_t kMinRun = 64;
+  if (src.is_static) return false;
   for (const auto& pc : task.pieces) {
     if (!pipeline::piece_rows_contiguous(pc, kMinRun)) return false;
   }

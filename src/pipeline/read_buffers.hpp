@@ -4,9 +4,11 @@
 // allocation may be served by mmap, so that every page of it faults in, zeroed by the kernel,
 // and is unmapped again after the decode. On the 64-core four-GPU machine the loader's host
 // path, then allocating, fetched at 0.9 GB/s a thread, the GPU stage, reusing, at 1.9
-// (docs/benchmarks.md, session 25). At most one buffer per fetching thread is out at a time,
-// so the pool grows to the number of threads, each buffer to the largest unit it took: the
-// memory the loader reserves for its running tasks (two units' worth each) covers it.
+// (docs/benchmarks.md, session 25). At most one buffer per fetching thread is out at a time
+// (the pool's threads and the thread that waits on them), so the pool grows to that many,
+// each buffer to the largest unit it took. Idle buffers are not charged to the memory
+// budget: the loader's reserve for running tasks (two units' worth per thread, left out of
+// the cache's share) is what they fit in.
 #pragma once
 
 #include <mutex>
@@ -27,9 +29,13 @@ class ReadBuffers {
     free_.pop_back();
     return e;
   }
-  void give(Array::EncodedUnit enc) {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(enc));
+  // Never throws (it runs in destructors): a buffer that cannot be kept is freed.
+  void give(Array::EncodedUnit enc) noexcept {
+    try {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(std::move(enc));
+    } catch (...) {
+    }
   }
 
  private:

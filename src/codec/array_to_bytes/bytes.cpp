@@ -20,8 +20,10 @@ nlohmann::json BytesCodec::configuration() const {
   return {{"endian", endian_ == ByteOrder::kBig ? "big" : "little"}};
 }
 
+// A multi-byte type without "endian" is not a copy: decode() refuses it, and a caller that
+// skips decode() for a copy (CodecChain::decode_blocks) must not read it either.
 bool BytesCodec::is_identity_on_host(const ChunkSpec& spec) const {
-  return spec.dtype.size == 1 || endian_ == ByteOrder::kNotApplicable || endian_ == native_byte_order();
+  return spec.dtype.size == 1 || endian_ == native_byte_order();
 }
 
 void BytesCodec::decode(ByteView encoded, const ChunkSpec& decoded, MutableByteView out) const {

@@ -4,6 +4,7 @@
 // buffers; plus hand-damaged containers.
 #include <cstring>
 
+#include "codec/chain.hpp"
 #include "codec/logic/bit_shuffle.hpp"
 #include "codec/logic/blosc_format.hpp"
 #include "codec/logic/blosclz.hpp"
@@ -546,6 +547,51 @@ TEST(BloscOracle, BlockDecodeRefusesMisalignedBlocksAndFailsAsDecode) {
     ASSERT_EQ(whole_error, block_error) << "trial " << trial;
     if (whole_error.empty()) ASSERT_EQ(whole, blocks) << "trial " << trial;
   }
+}
+
+// CodecChain::decode_blocks takes a chain only where its decoded bytes are blosc's output as
+// they are: `bytes` little-endian (this host's order) then blosc. A big-endian `bytes`, a
+// transpose, a second bytes->bytes codec or a codec without blocks leave it to decode(); so
+// does a multi-byte type whose `bytes` has no "endian", which decode() refuses.
+TEST(BloscOracle, ChainsDecodeByBlocksOnlyWhereTheBytesAreBloscs) {
+  BloscGlobals globals;
+  using cubestream::codec::ChunkSpec;
+  using cubestream::codec::CodecChain;
+  using nlohmann::json;
+  const ChunkSpec spec{cubestream::DataType::float_(4), {64, 100}, std::vector<std::uint8_t>(4, 0)};
+  const Buf src = climate_bytes(spec.num_bytes());
+  const Buf enc = blosc_compress_oracle(src, "lz4", 5, 1, 4, 4096);
+  const json blosc = {{"name", "blosc"}, {"configuration", {{"cname", "lz4"}, {"clevel", 5}, {"shuffle", "shuffle"}, {"typesize", 4}, {"blocksize", 0}}}};
+  const json little = {{"name", "bytes"}, {"configuration", {{"endian", "little"}}}};
+  const auto blocks = [&](const CodecChain& chain, bool* taken) {
+    Buf out;
+    *taken = chain.decode_blocks(ByteView(enc.data(), enc.size()), spec,
+                                 [&](std::size_t offset, const std::uint8_t* data, std::size_t bytes) {
+                                   EXPECT_EQ(offset, out.size());
+                                   out.insert(out.end(), data, data + bytes);
+                                 });
+    return out;
+  };
+  bool taken = false;
+  EXPECT_EQ(blocks(CodecChain::from_json(json::array({little, blosc})), &taken), src);
+  EXPECT_TRUE(taken);
+  const json refused_chains[] = {
+      json::array({{{"name", "bytes"}, {"configuration", {{"endian", "big"}}}}, blosc}),
+      json::array({{{"name", "transpose"}, {"configuration", {{"order", {1, 0}}}}}, little, blosc}),
+      json::array({little, {{"name", "zstd"}, {"configuration", {{"level", 3}}}}}),
+      json::array({little, blosc, {{"name", "crc32c"}}})};
+  for (const json& c : refused_chains) {
+    const Buf out = blocks(CodecChain::from_json(c), &taken);
+    EXPECT_FALSE(taken) << c.dump();
+    EXPECT_TRUE(out.empty()) << c.dump();
+  }
+  const CodecChain no_endian = CodecChain::from_json(json::array({{{"name", "bytes"}}, blosc}));
+  EXPECT_TRUE(blocks(no_endian, &taken).empty());
+  EXPECT_FALSE(taken);
+  Buf whole(spec.num_bytes());
+  expect_error(ErrorCode::kInvalidMetadata, [&] {
+    no_endian.decode(ByteView(enc.data(), enc.size()), spec, MutableByteView(whole.data(), whole.size()));
+  });
 }
 
 #endif  // CUBESTREAM_TEST_HAVE_BLOSC

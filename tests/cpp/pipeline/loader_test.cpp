@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -448,9 +449,16 @@ TEST(Loader, BlockAssemblyGivesTheReferenceBatches) {
     c.threads = 2;
     for (const char* mode : {"on", "off"}) {
       SCOPED_TRACE(std::string(mode) + (k.patch.empty() ? " whole fields" : " patch " + std::to_string(k.patch.at("lon"))));
-      setenv("CUBESTREAM_BLOCK_ASSEMBLY", mode, 1);
-      Loader l(ConcatenatedTime({Dataset::open(open_store(demo))}), c);
-      unsetenv("CUBESTREAM_BLOCK_ASSEMBLY");
+      struct Env {
+        explicit Env(const char* v) { setenv("CUBESTREAM_BLOCK_ASSEMBLY", v, 1); }
+        ~Env() { unsetenv("CUBESTREAM_BLOCK_ASSEMBLY"); }
+      };
+      std::optional<Loader> made;
+      {
+        const Env env(mode);   // read by the constructor only
+        made.emplace(ConcatenatedTime({Dataset::open(open_store(demo))}), c);
+      }
+      Loader& l = *made;
       for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
         l.set_epoch(epoch);
         std::int64_t i = 0;
@@ -482,8 +490,11 @@ TEST(Loader, BlockAssemblyGivesTheReferenceBatches) {
   }
   EXPECT_EQ(automatic.stats().units_block_assembled, 0u);   // 1 MB of data: the cache holds it
   setenv("CUBESTREAM_BLOCK_ASSEMBLY", "sometimes", 1);
-  EXPECT_THROW(Loader(ConcatenatedTime({Dataset::open(open_store(demo))}), c), Error);
+  const ::testing::AssertionResult refused = test::throws_error(
+      [&] { Loader(ConcatenatedTime({Dataset::open(open_store(demo))}), c); }, ErrorCode::kInvalidArgument,
+      {"CUBESTREAM_BLOCK_ASSEMBLY"});
   unsetenv("CUBESTREAM_BLOCK_ASSEMBLY");
+  EXPECT_TRUE(refused);
 }
 
 // ---- readahead hints ----------------------------------------------------------------------
