@@ -229,24 +229,49 @@ Geometry random_geometry(std::mt19937_64& rng) {
   return g;
 }
 
+// One random case of the tests below: an element type (round-robin), a config, a geometry, a
+// unit of random elements and the size of the tensor the piece writes into.
+struct RandomCase {
+  Config cfg;
+  Geometry g;
+  std::int64_t unit_elems = 1;
+  std::vector<std::uint8_t> unit;
+  UnitSource src;
+  std::size_t bytes = 0;
+};
+
+RandomCase random_case(std::mt19937_64& rng, int round) {
+  const auto& types = element_types();
+  const DataType& dt = types[static_cast<std::size_t>(round) % types.size()];
+  ElementSource es{dt, rng, {}};
+  Config cfg = random_config(rng, es);
+  Geometry g = random_geometry(rng);
+  std::int64_t unit_elems = 1;
+  for (auto e : g.unit_shape) unit_elems *= e;
+  std::vector<std::uint8_t> unit(static_cast<std::size_t>(unit_elems) * dt.size);
+  for (std::int64_t i = 0; i < unit_elems; ++i) {
+    const std::uint64_t b = es.next();
+    std::memcpy(unit.data() + static_cast<std::size_t>(i) * dt.size, &b, dt.size);
+  }
+  UnitSource src = source_of(dt, cfg.enc);
+  const std::size_t bytes = static_cast<std::size_t>(g.tensor_elements) * out_size(cfg.out);
+  return RandomCase{std::move(cfg), std::move(g), unit_elems, std::move(unit), std::move(src), bytes};
+}
+
+// Equal bytes, or where the first difference is.
+::testing::AssertionResult same_bytes(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want) {
+  if (got == want) return ::testing::AssertionSuccess();
+  std::size_t at = 0;
+  while (at < got.size() && at < want.size() && got[at] == want[at]) ++at;
+  return ::testing::AssertionFailure() << "first differing byte " << at;
+}
+
 TEST(Assemble, RandomPiecesEqualTheScalarReferenceBitForBit) {
   std::mt19937_64 rng(6);
-  const auto& types = element_types();
   int masked_configs = 0, fallback_configs = 0;
   for (int round = 0; round < 1500; ++round) {
-    const DataType& dt = types[static_cast<std::size_t>(round) % types.size()];
-    ElementSource es{dt, rng, {}};
-    const Config cfg = random_config(rng, es);
-    const Geometry g = random_geometry(rng);
-    std::int64_t unit_elems = 1;
-    for (auto e : g.unit_shape) unit_elems *= e;
-    std::vector<std::uint8_t> unit(static_cast<std::size_t>(unit_elems) * dt.size);
-    for (std::int64_t i = 0; i < unit_elems; ++i) {
-      const std::uint64_t b = es.next();
-      std::memcpy(unit.data() + static_cast<std::size_t>(i) * dt.size, &b, dt.size);
-    }
-    const UnitSource src = source_of(dt, cfg.enc);
-    const std::size_t bytes = static_cast<std::size_t>(g.tensor_elements) * out_size(cfg.out);
+    const RandomCase rc = random_case(rng, round);
+    const auto& [cfg, g, unit_elems, unit, src, bytes] = rc;
     std::vector<std::uint8_t> want(bytes, 0xA5);
     reference_assemble(g.piece, unit.data(), src, cfg.norm, cfg.fill, cfg.out, want.data());
     std::size_t non_nan = 0;
@@ -256,12 +281,7 @@ TEST(Assemble, RandomPiecesEqualTheScalarReferenceBitForBit) {
     for (RowIsa isa : supported_row_isas()) {
       std::vector<std::uint8_t> got(bytes, 0xA5);
       assemble_piece(g.piece, unit.data(), src, cfg.norm, cfg.fill, cfg.out, got.data(), isa);
-      if (got != want) {
-        std::size_t first = 0;
-        while (got[first] == want[first]) ++first;
-        FAIL() << "round " << round << " (" << isa_name(isa) << "): " << cfg.describe() << ": first differing byte "
-               << first;
-      }
+      ASSERT_TRUE(same_bytes(got, want)) << "round " << round << " (" << isa_name(isa) << "): " << cfg.describe();
     }
   }
   // The configs reached the paths they are meant to.
@@ -275,22 +295,11 @@ TEST(Assemble, RandomPiecesEqualTheScalarReferenceBitForBit) {
 // assemble_piece, and assemble_piece_band refuses them).
 TEST(Assemble, BandsThatTileTheUnitEqualTheWholeUnit) {
   std::mt19937_64 rng(16);
-  const auto& types = element_types();
   int contiguous = 0, refused = 0;
   for (int round = 0; round < 1500; ++round) {
-    const DataType& dt = types[static_cast<std::size_t>(round) % types.size()];
-    ElementSource es{dt, rng, {}};
-    const Config cfg = random_config(rng, es);
-    const Geometry g = random_geometry(rng);
-    std::int64_t unit_elems = 1;
-    for (auto e : g.unit_shape) unit_elems *= e;
-    std::vector<std::uint8_t> unit(static_cast<std::size_t>(unit_elems) * dt.size);
-    for (std::int64_t i = 0; i < unit_elems; ++i) {
-      const std::uint64_t b = es.next();
-      std::memcpy(unit.data() + static_cast<std::size_t>(i) * dt.size, &b, dt.size);
-    }
-    const UnitSource src = source_of(dt, cfg.enc);
-    const std::size_t bytes = static_cast<std::size_t>(g.tensor_elements) * out_size(cfg.out);
+    const RandomCase rc = random_case(rng, round);
+    const auto& [cfg, g, unit_elems, unit, src, bytes] = rc;
+    const DataType& dt = src.array.dtype();
     if (!piece_rows_contiguous(g.piece, 1)) {
       ++refused;
       std::vector<std::uint8_t> out(bytes);
@@ -313,12 +322,7 @@ TEST(Assemble, BandsThatTileTheUnitEqualTheWholeUnit) {
         assemble_piece_band(g.piece, band.data(), first, n, src, cfg.norm, cfg.fill, cfg.out, got.data(), isa);
         first += n;
       }
-      if (got != want) {
-        std::size_t at = 0;
-        while (got[at] == want[at]) ++at;
-        FAIL() << "round " << round << " (" << isa_name(isa) << "): " << cfg.describe() << ": first differing byte "
-               << at;
-      }
+      ASSERT_TRUE(same_bytes(got, want)) << "round " << round << " (" << isa_name(isa) << "): " << cfg.describe();
     }
   }
   EXPECT_GT(contiguous, 300);
