@@ -6,7 +6,7 @@
 // rest is the encoded data. The output buffer is a heap allocation of exactly that size, so
 // AddressSanitizer reports any write past it. A cubestream::Error is the expected answer to
 // bad data; any other exception, a crash, a sanitizer report, or a claimed size beyond the
-// output is a bug.
+// output is a bug. decode_blocks() runs on the same input and must agree with decode().
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -92,15 +92,46 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& all = codecs();
   const auto& codec = static_cast<const cubestream::codec::BytesToBytesCodec&>(*all[data[2] % all.size()]);
   std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_size == 0 ? 1 : out_size]);
+  const cubestream::ByteView in(data + 3, size - 3);
+  std::size_t n = 0;
+  bool decoded = false;
   try {
-    const std::size_t n = codec.decode(cubestream::ByteView(data + 3, size - 3),
-                                       cubestream::MutableByteView(out.get(), out_size));
+    n = codec.decode(in, cubestream::MutableByteView(out.get(), out_size));
     if (n > out_size) {
       std::fprintf(stderr, "decode claims %zu bytes written into %zu\n", n, out_size);
       std::abort();
     }
+    decoded = true;
   } catch (const cubestream::Error&) {
     // the expected answer to malformed input
+  }
+  // decode_blocks (blosc; the others decline) on the same input: pieces in order, inside the
+  // output, whole multiples of the alignment, and together exactly decode()'s bytes; it may
+  // decline, but never succeed where decode() failed or stopped short, nor fail where it
+  // decoded the whole output.
+  const std::size_t align = std::size_t{1} << (data[2] % 4);
+  std::vector<std::uint8_t> pieces;
+  bool taken = false, threw = false;
+  try {
+    taken = codec.decode_blocks(in, out_size, align, [&](std::size_t offset, const std::uint8_t* p, std::size_t bytes) {
+      if (offset != pieces.size() || bytes % align != 0 || offset + bytes > out_size) {
+        std::fprintf(stderr, "decode_blocks piece at %zu of %zu bytes (align %zu, %zu so far, output %zu)\n", offset,
+                     bytes, align, pieces.size(), out_size);
+        std::abort();
+      }
+      pieces.insert(pieces.end(), p, p + bytes);
+    });
+  } catch (const cubestream::Error&) {
+    threw = true;
+  }
+  const bool whole = decoded && n == out_size;
+  if (taken && (!whole || pieces.size() != out_size || (out_size && std::memcmp(pieces.data(), out.get(), out_size)))) {
+    std::fprintf(stderr, "decode_blocks gave %zu bytes that decode() did not\n", pieces.size());
+    std::abort();
+  }
+  if (threw && whole) {
+    std::fprintf(stderr, "decode_blocks failed where decode() decoded %zu bytes\n", n);
+    std::abort();
   }
   return 0;
 }
