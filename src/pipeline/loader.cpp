@@ -586,9 +586,9 @@ class Reservation {
 
 // Block assembly. A unit the host decodes whole is written to memory (4 MiB for a 721 x 1440
 // float32 field), read back by the assembly and, mostly, dropped from the cache unused. A
-// blosc unit's blocks are independent, so each is
-// decoded into a per-thread buffer that stays in cache and converted into the batch from
-// there (Array::decode_unit_blocks, assemble_piece_band). The unit then never enters the
+// blosc unit's blocks are independent, so each is decoded into a per-thread buffer that
+// stays in cache and converted into the batch from there (Array::decode_unit_blocks,
+// assemble_piece_band). The unit then never enters the
 // cache, so this is chosen where the cache rarely gives a unit back anyway: samples drawn in
 // random order (ShuffleMode::kSample; in order or by chunk, a unit's next use is near) from
 // data more than four times the cache's size (a unit's next use then mostly comes after its
