@@ -54,7 +54,7 @@ CS_HD inline std::uint16_t float16_bits(float x) {
 
 // The same bits as float16_bits for every float32 (checked over all 2^32 once; the tests take
 // every rounding case of every exponent and every value below 2^-13, 1.9 G of them), with
-// selects instead of branches so that a compiler vectorises a loop of it (the CPU assemble
+// masks instead of branches so that a compiler vectorises a loop of it (the CPU assemble
 // stage's float16 rows). Normal halves round in integer arithmetic: the exponent rebiased
 // (127 - 15 = 112, i.e. 0x38000000 off the bits), then 0xFFF plus the kept part's lowest bit
 // added below the 13 dropped bits (ties to even; a carry moves into the exponent, up to
@@ -73,10 +73,15 @@ CS_HD inline std::uint16_t float16_bits_branchless(float x) {
   const std::uint32_t sub = float_bits(abs_x + 0.5f) - 0x3F000000u;
   const std::uint32_t nan = 0x7E00u | ((a & 0x7FFFFFu) >> 13);
   // |x|'s bits fit 31 bits: compared as signed, which AVX2 has (its compares are signed only).
+  // The selects are spelled as masks: GCC 12 vectorises these for AVX2 and SSE2, where it
+  // leaves ?: as control flow.
   const auto sa = static_cast<std::int32_t>(a);
-  std::uint32_t h = sa < 0x38800000 ? sub : normal;
-  h = sa >= 0x477FF000 ? 0x7C00u : h;
-  h = sa > 0x7F800000 ? nan : h;
+  const std::uint32_t is_sub = 0u - static_cast<std::uint32_t>(sa < 0x38800000);
+  const std::uint32_t is_inf = 0u - static_cast<std::uint32_t>(sa >= 0x477FF000);
+  const std::uint32_t is_nan = 0u - static_cast<std::uint32_t>(sa > 0x7F800000);
+  std::uint32_t h = (sub & is_sub) | (normal & ~is_sub);
+  h = (0x7C00u & is_inf) | (h & ~is_inf);
+  h = (nan & is_nan) | (h & ~is_nan);
   return static_cast<std::uint16_t>(sign | h);
 }
 

@@ -70,8 +70,9 @@ struct StoreBF16 {
 };
 struct StoreF16 {
   using T = std::uint16_t;
-  // float16_bits' bits without its branches, so that the row loops vectorise (about 10x
-  // faster than the branching form on AVX-512: 0.28 against 2.6 ms per 721 x 1440 row set).
+  // float16_bits' bits without its branches, so that the row loops vectorise: a 721 x 1440
+  // float32 field to float16 in 0.40 ms with AVX-512 and 1.0 with AVX2, against 2.6 and 2.6
+  // for the branching form (dev machine, one thread); SSE2 stays at ~2 ms.
   static std::uint16_t put(float f) { return core::float16_bits_branchless(f); }
 };
 
