@@ -588,11 +588,10 @@ class Reservation {
 // float32 field), read back by the assembly and, mostly, dropped from the cache unused. A
 // blosc unit's blocks are independent, so each is decoded into a per-thread buffer that
 // stays in cache and converted into the batch from there (Array::decode_unit_blocks,
-// assemble_piece_band). The unit then never enters the
-// cache, so this is chosen where the cache rarely gives a unit back anyway: samples drawn in
-// random order (ShuffleMode::kSample; in order or by chunk, a unit's next use is near) from
-// data more than four times the cache's size (a unit's next use then mostly comes after its
-// eviction). The data counted is what the sampler draws from: each selected channel's extent
+// assemble_piece_band). The unit then never enters the cache, so this is chosen where the
+// cache rarely gives a unit back anyway: samples drawn in random order (ShuffleMode::kSample;
+// in order or by chunk, a unit's next use is near) from data more than four times the
+// cache's size (a unit's next use then mostly comes after its eviction). The data counted is what the sampler draws from: each selected channel's extent
 // over the sampler's dims, in every time part (a level left out is not read). Static
 // variables' units serve every batch, so they always go through the cache.
 // CUBESTREAM_BLOCK_ASSEMBLY=on|off overrides the choice; a unit whose chain has no
@@ -676,20 +675,24 @@ void Loader::Impl::run_task(const pipeline::UnitTask& task, void* in_ptr, void* 
     }
     const std::int64_t t1 = pipeline::now_ns();
     if (enc.bytes.size() > enc_est) res.add_forced(enc.bytes.size() - enc_est);
-    std::int64_t ns_blocks = 0;
-    if (block_assembly && assemble_by_blocks(task, src, enc, in_ptr, tgt_ptr, ns_blocks)) {
-      const std::int64_t t3 = pipeline::now_ns();
+    // What both ways of decoding count once the unit is decoded (decode_end), less the time
+    // spent converting into the batch on the way (block assembly).
+    auto count_unit = [&](std::int64_t decode_end, std::int64_t ns_converting, const char* stage) {
       ++st_units;
-      ++st_block_assembled;
       st_fetched += enc.bytes_fetched;
       st_decoded += ub;
       ns_fetch += t1 - t0;
-      ns_decode += t3 - t1 - ns_blocks;
-      ns_assemble += ns_blocks;
+      ns_decode += decode_end - t1 - ns_converting;
       if (trace.enabled()) {
         trace.record("fetch", t0, t1, src.description + " " + enc.key);
-        trace.record("decode + assemble by blocks", t1, t3, src.description);
+        trace.record(stage, t1, decode_end, src.description);
       }
+    };
+    std::int64_t ns_blocks = 0;
+    if (block_assembly && assemble_by_blocks(task, src, enc, in_ptr, tgt_ptr, ns_blocks)) {
+      count_unit(pipeline::now_ns(), ns_blocks, "decode + assemble by blocks");
+      ++st_block_assembled;
+      ns_assemble += ns_blocks;
       return;
     }
     auto decoded = std::make_shared<pipeline::DecodedUnit>(*budget, ub);
@@ -699,16 +702,8 @@ void Loader::Impl::run_task(const pipeline::UnitTask& task, void* in_ptr, void* 
       src.array.decode_unit(enc, decoded->data(), decoded->size());
     }
     t2 = pipeline::now_ns();
-    ++st_units;
+    count_unit(t2, 0, "decode");
     if (enc.missing) ++st_missing;
-    st_fetched += enc.bytes_fetched;
-    st_decoded += ub;
-    ns_fetch += t1 - t0;
-    ns_decode += t2 - t1;
-    if (trace.enabled()) {
-      trace.record("fetch", t0, t1, src.description + " " + enc.key);
-      trace.record("decode", t1, t2, src.description);
-    }
     unit = std::move(decoded);
   }
   {

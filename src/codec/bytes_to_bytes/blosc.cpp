@@ -330,7 +330,9 @@ class BloscCodec final : public BytesToBytesCodec {
   }
 
   std::size_t decode(ByteView in, MutableByteView out) const override {
-    return run(in, out.size(), out.data(), nullptr);
+    BloscHeader h;
+    raise_if_bad(logic::blosc_parse_header(in.data(), in.size(), &h));
+    return run(h, in, out.size(), out.data(), nullptr);
   }
 
   // Blocks are independent in the format, so each is decoded (and unshuffled) into a per-thread
@@ -346,16 +348,16 @@ class BloscCodec final : public BytesToBytesCodec {
     // Blocks start at multiples of blocksize and the last one ends at nbytes (a memcpyed
     // buffer goes on as one piece).
     if (h.nbytes % align != 0 || (!h.memcpyed() && h.blocksize % align != 0)) return false;
-    run(in, out_size, nullptr, &sink);
+    run(h, in, out_size, nullptr, &sink);
     return true;
   }
 
  private:
-  // The decode loop: every block into its place in `out`, or (sink given, out null) each block
-  // into one per-thread block buffer that goes to `sink` before the next is decoded.
-  std::size_t run(ByteView in, std::size_t out_size, std::uint8_t* out, const BlockSink* sink) const {
-    BloscHeader h;
-    raise_if_bad(logic::blosc_parse_header(in.data(), in.size(), &h));
+  // The decode loop over `in`, whose header is `h`: every block into its place in `out`, or
+  // (sink given, out null) each block into one per-thread block buffer that goes to `sink`
+  // before the next is decoded.
+  std::size_t run(const BloscHeader& h, ByteView in, std::size_t out_size, std::uint8_t* out,
+                  const BlockSink* sink) const {
     if (h.nbytes == 0) return 0;
     CS_DECODE_CHECK(h.nbytes <= out_size, kSizeMismatch, kName,
                     "header says " + std::to_string(h.nbytes) + " decoded bytes but only " +
