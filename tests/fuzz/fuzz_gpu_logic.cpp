@@ -21,7 +21,7 @@
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_group.hpp"
 #include "codec/logic/lz4_ring.hpp"
-#include "codec/logic/lz4_segments.hpp"
+#include "codec/logic/lz4_segments_host.hpp"
 
 #ifndef CS_FUZZ_GPU_LOGIC
 #error "compile with -DCS_FUZZ_GPU_LOGIC=\"lz4_block\" or \"blosc_units\""
@@ -101,6 +101,16 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
                       static_cast<std::size_t>(st4));
   if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("segmented decoder bytes differ from the serial decoder", out_size, size);
+  // the split walk first (regions walked side by side; the table walk where it declines), with
+  // regions of a few bytes so that short inputs are cut into many
+  const auto region = static_cast<std::uint32_t>(1 + size % 61);
+  std::memset(ringed.get(), 0xA5, out_size == 0 ? 1 : out_size);
+  const logic::DecodeStatus st6s = logic::lz4_segments_decode_host(in, size, ringed.get(), out_size, 8192, nullptr,
+                                                                   logic::Lz4Walk::kTable, region);
+  if (st6s != st4) bug("split walk: status differs from the serial decoder", static_cast<std::size_t>(st6s),
+                       static_cast<std::size_t>(st4));
+  if (st6s == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
+    bug("split walk: bytes differ from the serial decoder", out_size, size);
   // the blosc warp's groups of short sequences through the device's ring: the device's window
   // and offset bound, or a small window and a small bound (groups end often); into an output
   // that holds no earlier decoder's bytes, so that a group reading too early shows

@@ -13,7 +13,7 @@
 
 #include "codec/logic/byte_shuffle.hpp"
 #include "codec/logic/lz4_block.hpp"
-#include "codec/logic/lz4_segments.hpp"
+#include "codec/logic/lz4_segments_host.hpp"
 #include "codec_test_util.hpp"
 #include "liblz4_block.hpp"
 #include "lz4_craft.hpp"
