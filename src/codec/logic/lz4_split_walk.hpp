@@ -28,6 +28,14 @@
 // A block the split walk declines (damaged, or no fixed point) goes to the table walk, which
 // gives the serial decoder's exact status; so statuses never change, and only an accepted
 // block's marks differ from the serial rule's (a segment also starts at every region's entry).
+//
+// Status on the GPU (session 26, H200): correct (the GPU suites and memcheck pass with it) but
+// slower than the table walk on all three benchmark batches, so it is off unless
+// CUBESTREAM_LZ4_SPLIT_REGION asks for it (cuda/decode/batch_decode.cu). A thread walking its
+// region alone waits on one dependent load after another (~3 000 cycles a sequence measured,
+// ~2 000 with an L2 prefetch ahead), and the segments of a buffer pushed at once tied up the
+// worker warps on the chain of match passes until their pushes were paced.
+// docs/gpu_decoders.md, "The split walk", has the numbers and what to try next.
 #pragma once
 
 #include <cstddef>
@@ -41,9 +49,9 @@
 namespace cubestream::codec::logic {
 
 // Regions: at most kLz4SplitMaxRegions (a thread each on the GPU), of at least the caller's
-// region_min bytes: on the GPU kLz4SplitRegionDefault, never below kLz4SplitRegionFloor (an
-// environment setting is clamped, so the slots the scratch holds bound every setting); the host
-// tests go lower, to cut small blocks into many regions.
+// region_min bytes: on the GPU what CUBESTREAM_LZ4_SPLIT_REGION says (kLz4SplitRegionDefault is
+// the size measured), never below kLz4SplitRegionFloor (the setting is clamped, so the slots the
+// scratch holds bound every setting); the host tests go lower, to cut small blocks into many.
 inline constexpr std::uint32_t kLz4SplitRegionFloor = 4096;
 inline constexpr std::uint32_t kLz4SplitRegionDefault = 32768;
 inline constexpr std::uint32_t kLz4SplitMaxRegions = 256;
@@ -94,6 +102,10 @@ CS_HD inline std::size_t lz4_split_extra_slots(std::size_t in_size, std::uint32_
 // serial step.
 CS_HD inline bool lz4_split_worth(std::uint32_t in_size, std::uint32_t size) { return in_size != 0 && in_size <= size; }
 
+// How far ahead of its position a GPU thread's region walk prefetches (lz4_region_walk): ~10
+// sequences of the era5-like chunks, more than a DRAM latency at the walk's pace.
+inline constexpr std::uint32_t kLz4SplitPrefetch = 512;
+
 // What a region walk found, from its entry.
 struct Lz4RegionWalk {
   std::uint32_t exit = 0;   // the first sequence start at or past the region's end (the block's
@@ -128,6 +140,12 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
     if (off > at && off - at > w.need) w.need = static_cast<std::uint32_t>(off - at);
   };
   while (ip < end) {
+#if defined(__CUDA_ARCH__)
+    // A GPU thread walks its region alone, one dependent load after another, each a DRAM miss
+    // the first time its line is touched: the line kLz4SplitPrefetch bytes ahead goes to L2 now
+    // (measured on the H200 without it: ~3 000 cycles a sequence, walks of 3 ms a 4 MiB block).
+    if (in_size - ip > kLz4SplitPrefetch) asm volatile("prefetch.global.L2 [%0];" ::"l"(in + ip + kLz4SplitPrefetch));
+#endif
     // (a region's relative positions fit 32 bits wherever the block is accepted: its total is
     // the decoded size; elsewhere the marks are only counted, and the count is not used)
     static_cast<void>(lz4_mark_before(&m, ip, static_cast<std::uint32_t>(o), ~std::size_t{0}, mark));

@@ -29,6 +29,7 @@
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_ring.hpp"
+#include "codec/logic/lz4_split_walk.hpp"
 #include "cubestream/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/decode/batch_decode.hpp"
@@ -202,14 +203,30 @@ Lz4BurstSplit lz4_bursts_from_env() {
 std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * sizeof(std::uint32_t)); }
 
 // Numcodecs lz4 batches take the segmented path (cuda/decode/lz4_segments.hpp; the ring kernel
-// then decodes what it cannot take, and dense blocks: lz4_segments_take), the table walk and the
-// segment workers in one kernel. For A/B runs (every setting gives the same bytes and statuses):
+// then decodes what it cannot take, and dense blocks: lz4_segments_take), the table walk (and
+// the split walk before it where CUBESTREAM_LZ4_SPLIT_REGION asks) and the segment workers in
+// one kernel. For A/B runs (every setting gives the same bytes and statuses):
 // CUBESTREAM_LZ4_PATH=ring sends every buffer to the ring kernel, =segments every buffer the
 // segments can take, dense ones too; CUBESTREAM_LZ4_WALK=table runs the table walk as its own
 // kernel before the workers, =serial the serial walk. env_equals reads those switches.
 bool env_equals(const char* name, const char* value) {
   const char* env = std::getenv(name);
   return env != nullptr && std::string(env) == value;
+}
+
+// The split walk for numcodecs lz4 (codec/logic/lz4_split_walk.hpp), off by default: on the
+// H200 (session 26, same calls) it measured 11.4 ms against the table walk's 9.7 on the
+// era5-like batch, 10.5 against 4.6 on the mixed one and 38.4 against 27.7 on the synth fields,
+// its threads waiting on one dependent DRAM load after another (docs/gpu_decoders.md, "The split
+// walk"). CUBESTREAM_LZ4_SPLIT_REGION=N turns it on with regions of at least N bytes
+// (kLz4SplitRegionDefault is the one measured; values below kLz4SplitRegionFloor are raised to
+// it, the size the scratch's slots allow for); unset or 0, the table walk alone.
+std::uint32_t lz4_split_region_from_env() {
+  const char* env = std::getenv("CUBESTREAM_LZ4_SPLIT_REGION");
+  if (env == nullptr || *env == '\0') return 0;
+  const unsigned long v = std::strtoul(env, nullptr, 10);
+  if (v == 0) return 0;
+  return static_cast<std::uint32_t>(std::clamp<unsigned long>(v, codec::logic::kLz4SplitRegionFloor, 1ul << 30));
 }
 
 unsigned lz4_ring_blocks() {
@@ -499,6 +516,7 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
         seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
                                           batch.num_buffers, &segmented);
         seg.take_dense = env_equals("CUBESTREAM_LZ4_PATH", "segments");
+        seg.split_region = lz4_split_region_from_env();
       }
       if (segmented)
         detail::lz4_segments_enqueue(batch, order, seg,

@@ -2,9 +2,10 @@
 // codec/logic/lz4_segments.hpp).
 //
 // lz4_fused_kernel    the default: its first thread blocks (by arrival, so they are resident
-//                     before any block that waits on them) walk buffers one after another with
-//                     the table walk, then turn to segments; every other block's warps are
-//                     segment workers from the start
+//                     before any block that waits on them) walk buffers one after another (the
+//                     table walk; where it is on, the split walk first, a thread per region),
+//                     then turn to segments; every other block's warps are segment workers from
+//                     the start
 // lz4_table_walk_kernel  one thread block per buffer: the header, the buffer's slots, the
 //                     checking walk (warp 0, the table walk over 8 KiB windows whose tables all
 //                     the block's warps fill), its segments pushed onto the queue
@@ -18,6 +19,8 @@
 // nothing, and the segment a worker waits on was pushed earlier, so a worker that is already
 // running took it.
 #include "cuda/decode/lz4_segments.hpp"
+
+#include "codec/logic/lz4_split_walk.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -52,13 +55,14 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 // The fixed part: one 256-byte header of counters, then the per-buffer arrays; then the slots:
 // queue entries, segment starts, flags (capacity each).
 struct Layout {
-  std::size_t seg_base, ring_list, slots;
+  std::size_t seg_base, ring_list, paced, slots;
 };
 Layout layout(std::size_t n) {
   Layout l{};
   l.seg_base = kAlign;
   l.ring_list = l.seg_base + align_up(n * sizeof(unsigned long long));
-  l.slots = l.ring_list + align_up(n * sizeof(std::uint32_t));
+  l.paced = l.ring_list + align_up(n * sizeof(std::uint32_t));
+  l.slots = l.paced + align_up(n * sizeof(std::uint32_t));
   return l;
 }
 constexpr std::size_t kSlotBytes = sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + sizeof(std::uint32_t);
@@ -96,10 +100,19 @@ __device__ void push_segment(const Lz4SegmentScratch& s, std::size_t j, std::uin
   store_release(s.queue + t, queue_entry(j, k, last));
 }
 
+// A buffer's slots, for a walk that writes its segments itself (the split walk) and pushes them
+// all at once (then `pushed`).
+struct WalkSlots {
+  std::size_t buffer;
+  logic::Lz4Segment* segs;
+  std::uint32_t* flags;
+  bool pushed;
+};
+
 // The walk of buffer i by one warp: the numcodecs header, the buffer's slots, then
-// walk(in, in_size, size, bound, mark, &count) (a status; mark(k, ip, op) records segment k's
-// start), pushing each segment as its end becomes known, then the buffer's status (lane 0).
-// Every lane of the warp calls it.
+// walk(in, in_size, size, bound, mark, &count, slots) (a status; mark(k, ip, op) records segment
+// k's start), pushing each segment as its end becomes known (unless the walk pushed them all
+// itself: slots.pushed), then the buffer's status (lane 0). Every lane of the warp calls it.
 template <class Walk>
 __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4SegmentScratch& s, unsigned lane,
                             Walk&& walk) {
@@ -119,7 +132,10 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
     ring = in_size >= logic::kLz4RingMaxBytes || size >= logic::kLz4RingMaxBytes ||
            (!s.take_dense && !logic::lz4_segments_take(in_size, size));
     if (!ring) {
-      const std::size_t bound = logic::lz4_segment_bound(in_size, size);
+      // the split walk may restart the serial rule at each region: a slot more per region
+      const std::size_t bound =
+          logic::lz4_segment_bound(in_size, size) +
+          (s.split_region != 0 ? logic::lz4_split_extra_slots(in_size, s.split_region) : 0);
       unsigned long long base = 0;
       if (lane == 0) base = atomicAdd(s.cursor, static_cast<unsigned long long>(bound));
       base = __shfl_sync(kFullMask, base, 0);
@@ -129,11 +145,13 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
         // workers only ever fail the status (fail_status), and so does the walk from here on
         if (lane == 0) {
           s.seg_base[i] = base;
+          s.paced[i] = 0;  // the split walk sets its count where it takes the buffer
           b.status[i] = DecodeStatus::kOk;
         }
         walked = true;
         logic::Lz4Segment* segs = s.segs + base;
         std::uint32_t* flags = s.flags + base;
+        WalkSlots slots{i, segs, flags, false};
         st = walk(src + logic::kLz4NumcodecsHeader, static_cast<std::uint32_t>(in_size),
                   static_cast<std::uint32_t>(size), bound,
                   [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
@@ -143,10 +161,10 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
                       if (k != 0) push_segment(s, i, k - 1, false);
                     }
                   },
-                  &count);
+                  &count, slots);
         // a walk that fails pushed only segments it had checked whole; their workers write
         // output bytes of a buffer whose status is not ok (unspecified, batch_decode.hpp)
-        if (st == DecodeStatus::kOk && count != 0 && lane == 0) push_segment(s, i, count - 1, true);
+        if (st == DecodeStatus::kOk && count != 0 && lane == 0 && !slots.pushed) push_segment(s, i, count - 1, true);
       }
     }
   }
@@ -175,7 +193,7 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
   if (w >= b.num_buffers) return;
   walk_buffer(b, order[w], s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
-                  std::uint32_t* count) {
+                  std::uint32_t* count, WalkSlots&) {
                 logic::Lz4StagedReader<WarpFill> rd{in, in_size, windows[warp], kWalkWindow, WarpFill{lane}};
                 return logic::lz4_segment_walk(rd, in_size, size, bound, mark, count);
               });
@@ -186,7 +204,7 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
 // table of each window warp 0 stages and runs the token pass. Warp 0 hands out a job (named
 // barrier 1: the job and its inputs are ready), every warp does it, and barrier 2 closes it
 // (barrier 3 orders the token pass's scan). The helpers leave on the job kDone.
-enum class TableJobKind : std::uint32_t { kFill, kTokens, kDone };
+enum class TableJobKind : std::uint32_t { kFill, kTokens, kSplit, kDone };
 struct TableJob {
   TableJobKind kind;
   std::uint32_t r0, end;          // kFill
@@ -194,7 +212,33 @@ struct TableJob {
   std::uint32_t len, left0, size; // the window's staged bytes, the block's bytes from its start
 };
 
+constexpr unsigned kTableThreads = 32 * kTableWarps;
+static_assert(logic::kLz4SplitMaxRegions <= kTableThreads, "the split walk: a thread per region");
+
+// Segments of a split-walked buffer in the queue or in work at a time (see split_job; at most a
+// warp's lanes, which push the first ones).
+constexpr std::uint32_t kSplitInFlight = 32;
+
+// The split walk's job (lz4_split_walk.hpp): its buffer, written by the walker before the job,
+// the regions' exits between rounds, the block's scans, and its answer.
+struct SplitShared {
+  const std::uint8_t* in;
+  std::uint32_t in_size, size, region;
+  std::size_t bound, buffer;
+  logic::Lz4Segment* segs;
+  std::uint32_t* flags;
+  unsigned long long* queue;
+  unsigned long long* queue_tail;
+  std::uint32_t* paced;          // the buffer's entry of Lz4SegmentScratch::paced
+  std::uint32_t* paced_pending;
+  std::uint32_t exit[logic::kLz4SplitMaxRegions];
+  unsigned long long warp_out[kTableWarps];
+  std::uint32_t warp_marks[kTableWarps];
+  std::uint32_t accepted, count;
+};
+
 struct TableShared {
+  SplitShared split;
   alignas(16) std::uint8_t window[kTableWindow];
   std::uint16_t table[kTableWindow];
   std::uint16_t toks[kTableTokens];
@@ -203,10 +247,121 @@ struct TableShared {
   std::uint32_t first_bad;
   TableJob job;
 };
-constexpr unsigned kTableThreads = 32 * kTableWarps;
+
+// An exclusive scan of v over the block's kTableThreads threads (every thread calls it);
+// *total receives the sum. `warp_sums` holds kTableWarps values.
+template <class T>
+__device__ T block_exclusive_scan(T v, T* warp_sums, T* total) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  T x = v;
+#pragma unroll
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const T up = __shfl_up_sync(kFullMask, x, d);
+    if (lane >= d) x += up;
+  }
+  if (lane == 31) warp_sums[warp] = x;
+  bar_sync_id<3>(kTableThreads);
+  T pre = x - v, sum = 0;
+  for (unsigned w = 0; w < kTableWarps; ++w) {
+    if (w < warp) pre += warp_sums[w];
+    sum += warp_sums[w];
+  }
+  *total = sum;
+  bar_sync_id<3>(kTableThreads);  // every thread has read warp_sums before the next scan writes it
+  return pre;
+}
+
+// The split walk of the buffer in sh.split by the whole block, thread r walking region r
+// (lz4_split_walk_host is the same on the host, and says why each step holds). Accepted: every
+// segment written at its slot and pushed, in order; sh.split.accepted and .count say so.
+// Declined: nothing written.
+__device__ void split_job(TableShared& sh) {
+  SplitShared& sp = sh.split;
+  const unsigned t = threadIdx.x;
+  const std::uint8_t* in = sp.in;
+  const std::uint32_t in_size = sp.in_size;
+  const logic::Lz4SplitShape shape = logic::lz4_split_shape(in_size, sp.region);
+  const bool active = t < shape.regions;
+  const std::uint32_t end = active ? logic::lz4_split_end(shape, t, in_size) : 0u;
+  std::uint32_t entry = active ? logic::lz4_split_begin(shape, t, in_size) : 0u;
+  const auto none = [](std::uint32_t, std::uint32_t, std::uint32_t) {};
+  logic::Lz4RegionWalk w;
+  if (active) {
+    w = logic::lz4_region_walk(in, in_size, entry, end, none);
+    sp.exit[t] = w.exit;
+  }
+  bool fixed = false;
+  for (std::uint32_t round = 1; round <= logic::kLz4SplitRounds; ++round) {
+    bar_sync_id<3>(kTableThreads);  // the exits of the round before are written
+    const std::uint32_t next = t == 0 || !active ? 0u : sp.exit[t - 1];
+    const bool changed = active && next != entry;
+    // (also: every thread has read its predecessor's exit before any is written again)
+    if (__syncthreads_or(changed) == 0) {
+      fixed = true;
+      break;
+    }
+    if (changed) {
+      entry = next;
+      w = logic::lz4_region_walk(in, in_size, entry, end, none);
+      sp.exit[t] = w.exit;
+    }
+  }
+  if (t == 0) sp.accepted = 0;
+  if (!fixed) return;  // the same answer in every thread (from the block-wide ORs)
+  unsigned long long total_out = 0;
+  const unsigned long long base =
+      block_exclusive_scan<unsigned long long>(active ? w.out : 0ull, sp.warp_out, &total_out);
+  std::uint32_t total_marks = 0;
+  const std::uint32_t k0 = block_exclusive_scan<std::uint32_t>(active ? w.marks : 0u, sp.warp_marks, &total_marks);
+  const bool good = __syncthreads_and(!active || (w.ok && w.need <= base));
+  const bool last = __syncthreads_or(active && w.last);
+  if (!good || !last || total_out != sp.size || total_marks > sp.bound) return;
+  // accepted: the segments at their slots, then one ticket range for all, pushed in order
+  if (active && w.marks != 0) {
+    logic::Lz4Segment* segs = sp.segs;
+    std::uint32_t* flags = sp.flags;
+    static_cast<void>(logic::lz4_region_walk(in, in_size, entry, end,
+                                             [&](std::uint32_t k, std::uint32_t ip, std::uint32_t o) {
+                                               segs[k0 + k] = logic::Lz4Segment{ip, static_cast<std::uint32_t>(base + o)};
+                                               flags[k0 + k] = 0;
+                                             }));
+  }
+  // The first kSplitInFlight segments are pushed now; each later one when the segment
+  // kSplitInFlight before it is done (segment_worker), so that a buffer never holds more than
+  // that many worker warps. Pushed all at once, the first few thousand worker warps held the
+  // segments of a few buffers and waited on those buffers' chains of match passes (segment k
+  // after k - 1) while no other buffer's segments were taken: 50-60 ms instead of ~10 on the
+  // era5-like batch, 350 instead of 28 on the synth fields (H200, first two forms of this walk).
+  // The table walk had paced its pushes by its own speed.
+  const std::uint32_t now = total_marks < kSplitInFlight ? total_marks : kSplitInFlight;
+  if (t == 0) {
+    *sp.paced = total_marks;
+    if (total_marks > now) atomicAdd(sp.paced_pending, total_marks - now);
+  }
+  // every thread's slots (and the walker's status, slot base and the count above) before any
+  // entry that publishes them
+  __threadfence();
+  bar_sync_id<3>(kTableThreads);
+  if (t < 32) {
+    unsigned long long ticket = 0;
+    if (t == 0) ticket = atomicAdd(sp.queue_tail, static_cast<unsigned long long>(now));
+    ticket = __shfl_sync(kFullMask, ticket, 0);
+    if (t < now) store_release(sp.queue + ticket + t, queue_entry(sp.buffer, t, t + 1 == total_marks));
+    // the pushes before the walker counts the buffer as walked (walks_done)
+    __threadfence();
+  }
+  if (t == 0) {
+    sp.accepted = 1;
+    sp.count = total_marks;
+  }
+}
 
 __device__ void table_job(TableShared& sh, const TableJob& j) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t / 32;
+  if (j.kind == TableJobKind::kSplit) {
+    split_job(sh);
+    return;
+  }
   if (j.kind == TableJobKind::kFill) {
     logic::lz4_table_fill(sh.window, sh.table, j.r0, j.end, j.len, j.left0, t, kTableThreads);
     return;
@@ -254,7 +409,32 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   };
   walk_buffer(b, i, s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
-                  std::uint32_t* count) {
+                  std::uint32_t* count, WalkSlots& slots) {
+                // the split walk first where it is on, by the whole block; the table walk where
+                // it declines
+                if (s.split_region != 0 && logic::lz4_split_worth(in_size, size)) {
+                  if (lane == 0) {
+                    SplitShared& sp = sh.split;
+                    sp.in = in;
+                    sp.in_size = in_size;
+                    sp.size = size;
+                    sp.region = s.split_region;
+                    sp.bound = bound;
+                    sp.buffer = slots.buffer;
+                    sp.segs = slots.segs;
+                    sp.flags = slots.flags;
+                    sp.queue = s.queue;
+                    sp.queue_tail = s.queue_tail;
+                    sp.paced = s.paced + slots.buffer;
+                    sp.paced_pending = s.paced_pending;
+                  }
+                  run(TableJob{TableJobKind::kSplit, 0, 0, 0, 0, 0, 0, size});
+                  if (sh.split.accepted != 0) {
+                    *count = sh.split.count;
+                    slots.pushed = true;
+                    return DecodeStatus::kOk;
+                  }
+                }
                 logic::Lz4StagedReader<TableFill> rd{in, in_size, sh.window, kTableWindow, TableFill{lane, in + in_size}};
                 struct Team {
                   decltype(run)& go;
@@ -356,9 +536,10 @@ __device__ unsigned long long next_segment(const DeviceBatch& b, const Lz4Segmen
     for (unsigned sleep = 32; t < s.capacity;) {
       e = load_acquire(s.queue + t);
       if (e != 0) break;
-      // every walk's pushes come before its count (fence, then the add): with all counted, the
+      // every walk's pushes come before its count (fence, then the add), and every paced push's
+      // ticket before its pending count drops: with all walks counted and none pending, the
       // tail is final
-      if (load_acquire(s.walks_done) == b.num_buffers &&
+      if (load_acquire(s.walks_done) == b.num_buffers && load_acquire(s.paced_pending) == 0 &&
           t >= *reinterpret_cast<const volatile unsigned long long*>(s.queue_tail)) {
         e = load_acquire(s.queue + t);  // 0 unless t is below the tail after all
         if (e == 0) break;
@@ -444,7 +625,17 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     // every lane's writes, then the flag
     __threadfence();
     __syncwarp();
-    if (lane == 0) store_release(s.flags + base + k, 1u);
+    if (lane == 0) {
+      store_release(s.flags + base + k, 1u);
+      // a split-walked buffer's next segment (split_job): its ticket, then the count the
+      // workers' exit test reads (next_segment)
+      const std::uint32_t count = s.paced[j];
+      if (count != 0 && k + kSplitInFlight < count) {
+        push_segment(s, j, k + kSplitInFlight, k + kSplitInFlight + 1 == count);
+        __threadfence();
+        atomicSub(s.paced_pending, 1u);
+      }
+    }
   }
 }
 
@@ -495,7 +686,10 @@ std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded) 
   // has in <= size + size / 255 + 16 (liblz4's bound), so the batch needs at most
   // total / kLz4SegmentOut + (total * 256 / 255 + 16 n) / 3 / kLz4SegmentSeqs + 3 n slots
   const std::size_t in_max = total_decoded + total_decoded / 255 + 16 * n;
-  const std::size_t slots = total_decoded / logic::kLz4SegmentOut + in_max / 3 / logic::kLz4SegmentSeqs + 3 * n;
+  // and the split walk's slot per region (lz4_split_extra_slots at the smallest region it takes)
+  const std::size_t split = std::min(in_max / logic::kLz4SplitRegionFloor + n, n * std::size_t{logic::kLz4SplitMaxRegions});
+  const std::size_t slots =
+      total_decoded / logic::kLz4SegmentOut + in_max / 3 / logic::kLz4SegmentSeqs + 3 * n + split;
   return layout(n).slots + align_up(slots * kSlotBytes);
 }
 
@@ -512,9 +706,11 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   s.walks_done = reinterpret_cast<std::uint32_t*>(p + 32);
   s.role_ticket = reinterpret_cast<std::uint32_t*>(p + 36);
   s.ring_count = reinterpret_cast<std::uint32_t*>(p + 40);
+  s.paced_pending = reinterpret_cast<std::uint32_t*>(p + 44);
   static_assert(kHeaderCounters == 48 && kHeaderCounters <= kAlign, "the header's counters");
   s.seg_base = reinterpret_cast<unsigned long long*>(p + l.seg_base);
   s.ring_list = reinterpret_cast<std::uint32_t*>(p + l.ring_list);
+  s.paced = reinterpret_cast<std::uint32_t*>(p + l.paced);
   s.capacity = (bytes - l.slots) / kSlotBytes;
   s.queue = reinterpret_cast<unsigned long long*>(p + l.slots);
   s.segs = reinterpret_cast<logic::Lz4Segment*>(p + l.slots + s.capacity * sizeof(unsigned long long));

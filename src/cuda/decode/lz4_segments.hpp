@@ -1,6 +1,7 @@
 // numcodecs lz4 buffers decoded in segments (codec/logic/lz4_segments.hpp says how and why): a
-// walk, one thread block per buffer (the table walk), checks each block and marks its segments,
-// pushing each segment onto a queue as soon as its end is known; segment workers, one warp per
+// walk, one thread block per buffer (the table walk; where CUBESTREAM_LZ4_SPLIT_REGION asks,
+// the split walk first: codec/logic/lz4_split_walk.hpp), checks each block and marks its
+// segments, pushing them onto a queue as soon as their ends are known; segment workers, one warp per
 // segment, take them from the queue, copy the literals and then, after the segment before it in
 // the same block, the matches. By default one kernel runs both, so that the segments of the
 // blocks walked first decode while later ones are still walked. Buffers this path cannot take
@@ -28,8 +29,11 @@ struct Lz4SegmentScratch {
   std::uint32_t* walks_done;         // buffers whose walk has ended (its pushes all visible)
   std::uint32_t* role_ticket;        // thread blocks of the fused kernel that have started
   std::uint32_t* ring_count;         // buffers left to the ring kernel, listed in ring_list
+  std::uint32_t* paced_pending;      // segments of split-walked buffers not pushed yet
   unsigned long long* seg_base;      // N: the buffer's first slot
   std::uint32_t* ring_list;          // N
+  std::uint32_t* paced;              // N: a split-walked buffer's segment count (its later
+                                     // segments are pushed as earlier ones finish), else 0
   unsigned long long* queue;         // capacity: pushed segments (queue_entry), 0 until pushed
   codec::logic::Lz4Segment* segs;    // capacity slots: where each segment starts
   std::uint32_t* flags;              // capacity slots: 1 once the segment's matches are written
@@ -37,6 +41,10 @@ struct Lz4SegmentScratch {
   // Set by the caller after carving: true takes dense blocks too (lz4_segments_take ignored;
   // CUBESTREAM_LZ4_PATH=segments, for A/B runs and for tests that keep dense blocks on this path).
   bool take_dense;
+  // Set by the caller after carving: the split walk's smallest region in bytes (at least
+  // kLz4SplitRegionFloor, which the scratch's slots are sized for), or 0 for the table walk alone
+  // (CUBESTREAM_LZ4_SPLIT_REGION; 0 unless set).
+  std::uint32_t split_region;
 };
 
 // Scratch bytes for n buffers decoding to total_decoded bytes: the fixed part (counters and
@@ -48,12 +56,13 @@ std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded);
 // after the fixed part. `ok` is false where the fixed part does not fit.
 Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t n, bool* ok);
 
-// How the walk runs. kFused: one kernel whose first thread blocks walk (the table walk, a
-// block per buffer at a time, buffers taken in `order`) while the others decode the segments
-// already pushed. kTable and kSerial: a walk kernel (the table walk, or the serial walk of
-// lz4_segment_walk with a warp per buffer), then the segment kernel. All three mark the same
-// segments and give the same statuses; the last two are kept for A/B runs
-// (CUBESTREAM_LZ4_WALK=table|serial).
+// How the walk runs. kFused: one kernel whose first thread blocks walk (a block per buffer at a
+// time, buffers taken in `order`: the table walk, after the split walk where it is on) while
+// the others decode the segments already pushed. kTable and kSerial: a walk kernel (the same
+// walks, or the serial walk of lz4_segment_walk with a warp per buffer), then the segment
+// kernel. All give the same statuses; the table and serial walks mark the same segments, the
+// split walk also one at each region's entry (codec/logic/lz4_split_walk.hpp). kTable and
+// kSerial are kept for A/B runs (CUBESTREAM_LZ4_WALK=table|serial).
 enum class Lz4WalkMode { kFused, kTable, kSerial };
 
 // Enqueues the walk and the segment workers on `stream`. Every buffer gets its status from the

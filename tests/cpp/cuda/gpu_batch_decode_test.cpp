@@ -336,11 +336,13 @@ TEST(GpuBatch, Lz4BurstsAndTheSplitMatchTheHostLogic) {
 Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
 
 // The segmented path (codec/logic/lz4_segments.hpp, cuda/decode/lz4_segments.cu), the default
-// (walk and segment workers in one kernel; 295 buffers, more than its walker blocks, so walkers
+// (walks and segment workers in one kernel; 295 buffers, more than its walker blocks, so walkers
 // take several buffers each; blocks decoding to more than 1.4x their size go to the ring kernel
 // in the same call), the same taking dense blocks too (CUBESTREAM_LZ4_PATH=segments, as every
-// setting below but the ring kernel's), the table walk kernel and the serial one before the
-// workers (CUBESTREAM_LZ4_WALK=table, serial): good buffers of every data
+// setting below but the ring kernel's), with the split walk first at its measured regions and
+// at its smallest (4 KiB: more rounds, more declines; CUBESTREAM_LZ4_SPLIT_REGION=32768, 100),
+// the walk kernel and the serial one before the workers (CUBESTREAM_LZ4_WALK=table, serial):
+// good buffers of every data
 // kind and size at three levels, long literal runs, far, long and overlapping matches, megabytes
 // of zeros (one long match after another) and damaged buffers give the host logic's statuses and
 // bytes at odd input and output alignments; so does the ring kernel alone
@@ -370,23 +372,29 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* path;
     std::size_t scratch;
     const char* walk;
+    const char* split_region;
   } settings[] = {
-      {"the default: segments, the walk and the workers in one kernel, dense blocks to the ring kernel", nullptr, 0,
-       nullptr},
-      {"segments for every block, the walk and the workers in one kernel", "segments", 0, nullptr},
-      {"segments with the table walk kernel", "segments", 0, "table"},
-      {"segments with the serial walk", "segments", 0, "serial"},
-      {"the ring kernel for every buffer", "ring", 0, nullptr},
-      {"segments, short scratch (the ring kernel takes the rest)", "segments", short_scratch, nullptr},
-      {"segments, short scratch, the serial walk", "segments", short_scratch, "serial"}};
+      {"the default: segments, the walks and the workers in one kernel, dense blocks to the ring kernel", nullptr, 0,
+       nullptr, nullptr},
+      {"segments for every block, the walks and the workers in one kernel", "segments", 0, nullptr, nullptr},
+      {"segments for every block, the split walk first", "segments", 0, nullptr, "32768"},
+      {"segments for every block, the split walk's smallest regions (more rounds)", "segments", 0, nullptr, "100"},
+      {"segments with the walk kernel, the split walk first", "segments", 0, "table", "32768"},
+      {"segments with the table walk kernel", "segments", 0, "table", nullptr},
+      {"segments with the serial walk", "segments", 0, "serial", nullptr},
+      {"the ring kernel for every buffer", "ring", 0, nullptr, nullptr},
+      {"segments, short scratch (the ring kernel takes the rest)", "segments", short_scratch, nullptr, nullptr},
+      {"segments, short scratch, the serial walk", "segments", short_scratch, "serial", nullptr}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
     if (setting.walk != nullptr) setenv("CUBESTREAM_LZ4_WALK", setting.walk, 1);
+    if (setting.split_region != nullptr) setenv("CUBESTREAM_LZ4_SPLIT_REGION", setting.split_region, 1);
     Batch b(enc, sizes, 3, 5);
     b.decode(cuda::BatchCodec::kLz4, setting.scratch);
     unsetenv("CUBESTREAM_LZ4_PATH");
     unsetenv("CUBESTREAM_LZ4_WALK");
+    unsetenv("CUBESTREAM_LZ4_SPLIT_REGION");
     expect_lz4_as_host_logic(b);
   }
 }
