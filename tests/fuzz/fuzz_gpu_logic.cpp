@@ -105,10 +105,14 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
   // regions of a few bytes so that short inputs are cut into many
   const auto region = static_cast<std::uint32_t>(1 + size % 61);
   std::memset(ringed.get(), 0xA5, out_size == 0 ? 1 : out_size);
+  bool split = false;
   const logic::DecodeStatus st6s = logic::lz4_segments_decode_host(in, size, ringed.get(), out_size, 8192, nullptr,
-                                                                   logic::Lz4Walk::kTable, region);
+                                                                   logic::Lz4Walk::kTable, region, &split);
   if (st6s != st4) bug("split walk: status differs from the serial decoder", static_cast<std::size_t>(st6s),
                        static_cast<std::size_t>(st4));
+  // (the segment pass would refuse some wrongly accepted blocks itself and hide the walk's error)
+  if (split && st4 != logic::DecodeStatus::kOk)
+    bug("split walk accepted a block the serial decoder refuses", static_cast<std::size_t>(st4), size);
   if (st6s == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("split walk: bytes differ from the serial decoder", out_size, size);
   // the blosc warp's groups of short sequences through the device's ring: the device's window

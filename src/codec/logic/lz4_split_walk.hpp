@@ -123,7 +123,7 @@ struct Lz4RegionWalk {
 // output position. mark(k, ip, o) is called where segment k of the region starts (o: output
 // bytes of the region before it), the rule of lz4_mark_before restarted at the entry.
 // Where a check fails the region is not ok, and the walk goes on as a guess from the byte after
-// that token: on the true chain the block is then refused whatever follows, and on a guessed
+// that token (after the bytes the failed parse read, where it read more): on the true chain the block is then refused whatever follows, and on a guessed
 // chain (an entry inside literals, say) an exit that is a guess like any other lets the next
 // region walk from it; a walk that stopped instead would hand its successor no entry, and that
 // would travel one region a round (measured on a 4 MiB climate chunk: seven rounds, not two).
@@ -183,8 +183,11 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
       good = off != 0 && !(match == 15 && !lz4_read_length_ext(in, in_size, &p, &match));
     }
     if (!good) {
+      // on from past the bytes this parse read (at least the next byte): a run of length bytes
+      // that fails at the block's end is read once, not again from each of its bytes (a block
+      // of 255s would otherwise cost a region's thread region x block bytes)
       w.ok = false;
-      ++ip;
+      ip = p > ip + 1 ? static_cast<std::uint32_t>(p) : ip + 1;
       continue;
     }
     need(off, o + lit);

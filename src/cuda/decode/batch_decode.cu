@@ -224,9 +224,9 @@ bool env_equals(const char* name, const char* value) {
 std::uint32_t lz4_split_region_from_env() {
   const char* env = std::getenv("CUBESTREAM_LZ4_SPLIT_REGION");
   if (env == nullptr || *env == '\0') return 0;
-  const unsigned long v = std::strtoul(env, nullptr, 10);
-  if (v == 0) return 0;
-  return static_cast<std::uint32_t>(std::clamp<unsigned long>(v, codec::logic::kLz4SplitRegionFloor, 1ul << 30));
+  const long long v = std::strtoll(env, nullptr, 10);  // (not strtoul: "-1" would wrap around)
+  if (v <= 0) return 0;
+  return static_cast<std::uint32_t>(std::clamp<long long>(v, codec::logic::kLz4SplitRegionFloor, 1ll << 30));
 }
 
 unsigned lz4_ring_blocks() {

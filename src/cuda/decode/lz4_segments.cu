@@ -135,7 +135,10 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
       // the split walk may restart the serial rule at each region: a slot more per region
       const std::size_t bound =
           logic::lz4_segment_bound(in_size, size) +
-          (s.split_region != 0 ? logic::lz4_split_extra_slots(in_size, s.split_region) : 0);
+          (s.split_region != 0 && logic::lz4_split_worth(static_cast<std::uint32_t>(in_size),
+                                                          static_cast<std::uint32_t>(size))
+               ? logic::lz4_split_extra_slots(in_size, s.split_region)
+               : 0);
       unsigned long long base = 0;
       if (lane == 0) base = atomicAdd(s.cursor, static_cast<unsigned long long>(bound));
       base = __shfl_sync(kFullMask, base, 0);
@@ -626,15 +629,18 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     __threadfence();
     __syncwarp();
     if (lane == 0) {
-      store_release(s.flags + base + k, 1u);
       // a split-walked buffer's next segment (split_job): its ticket, then the count the
-      // workers' exit test reads (next_segment)
+      // workers' exit test reads (next_segment), and only then this segment's flag. The
+      // worker of segment k + 1 pushes k + 1 + kSplitInFlight after it has seen this flag, so a
+      // buffer's tickets stay in segment order, and the segment a worker waits on (the one
+      // before it) always holds a lower ticket, taken by a worker that is running.
       const std::uint32_t count = s.paced[j];
       if (count != 0 && k + kSplitInFlight < count) {
         push_segment(s, j, k + kSplitInFlight, k + kSplitInFlight + 1 == count);
         __threadfence();
         atomicSub(s.paced_pending, 1u);
       }
+      store_release(s.flags + base + k, 1u);
     }
   }
 }

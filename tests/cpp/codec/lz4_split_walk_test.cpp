@@ -6,6 +6,7 @@
 #include <lz4.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -253,6 +254,29 @@ TEST(Lz4SplitWalk, OffsetsAreCheckedAgainstTheOutputBeforeTheRegion) {
       }
     }
   }
+  // the offset that reaches too far in the last of 400 short matches, by exactly one byte (and
+  // the same block with it one byte nearer), at region sizes that put that match at many places
+  for (const std::uint32_t too_far : {0u, 1u}) {
+    const std::size_t lit = 40, matches = 400;
+    Buf b = block(lit, 1, matches);
+    const std::size_t op_last = lit + 4 * matches;  // output position of the last match
+    const auto off = static_cast<std::uint16_t>(op_last + too_far);
+    const std::size_t at = b.size() - 6 - 2;  // the last match's offset bytes
+    b[at] = static_cast<std::uint8_t>(off & 255);
+    b[at + 1] = static_cast<std::uint8_t>(off >> 8);
+    const std::size_t size = lit + 4 * (matches + 1) + 5;
+    const DecodeStatus want = lz4_serial_status(b, size);
+    ASSERT_EQ(want, too_far ? DecodeStatus::kCorrupt : DecodeStatus::kOk);
+    for (std::uint32_t region : {16u, 64u, 100u, 333u, 1000u}) {
+      const Split sp = split_walk(b, size, region);
+      EXPECT_EQ(sp.accepted && want != DecodeStatus::kOk, false) << "region " << region;
+      // (below ~100 bytes the guessed chains through the 3-byte matches meet the true one too
+      // late and the rounds run out; from 100 the valid block is taken, so the invalid one is
+      // refused by its need alone)
+      if (!too_far && region >= 100) EXPECT_TRUE(sp.accepted) << "region " << region;
+      EXPECT_EQ(decode(b, size, region).status, want) << "region " << region;
+    }
+  }
   // the regions' test itself: need against the output before the region, the last sequence, the
   // total
   logic::Lz4RegionWalk w[3];
@@ -277,19 +301,61 @@ TEST(Lz4SplitWalk, OffsetsAreCheckedAgainstTheOutputBeforeTheRegion) {
   EXPECT_FALSE(logic::lz4_split_accepts(w, 3, 35, base));  // a check failed
 }
 
-// One-byte regions (256 of them on a short block): most guessed chains cannot meet the true one
-// inside their region, so the rounds run out and the table walk takes the block; the result is
-// the same.
-TEST(Lz4SplitWalk, RegionsTooSmallToMeetAreDeclinedAndTheTableWalkDecodes) {
-  const Buf src = climate_bytes(600);
-  const Buf enc = liblz4_block(src, 0);
-  ASSERT_GT(enc.size(), 2 * logic::kLz4SplitRounds);
-  const Split s = split_walk(enc, src.size(), 1);
-  const Decoded d = decode(enc, src.size(), 1);
+// A literal run spanning most regions: no true token lies inside them, so no guessed chain can
+// meet the true one there, and the true entries travel one region a round. A block of 5 000
+// literals, one long match and the last literals, in 256 regions of ~20 bytes: the rounds run out
+// and the table walk decodes it; in two regions the split walk takes it.
+TEST(Lz4SplitWalk, EntriesThatTravelARegionARoundRunOutOfRoundsAndTheTableWalkDecodes) {
+  std::mt19937 rng(5);
+  Buf b, src;
+  const std::size_t lit = 5000, match = 3000;
+  b.push_back(0xFF);  // 15 + length bytes literals, 15 + length bytes match
+  std::size_t l = lit - 15;
+  for (; l >= 255; l -= 255) b.push_back(255);
+  b.push_back(static_cast<std::uint8_t>(l));
+  for (std::size_t i = 0; i < lit; ++i) {
+    src.push_back(static_cast<std::uint8_t>(rng()));
+    b.push_back(src.back());
+  }
+  b.push_back(1);  // offset 1: the last literal repeated
+  b.push_back(0);
+  std::size_t m = match - 4 - 15;
+  for (; m >= 255; m -= 255) b.push_back(255);
+  b.push_back(static_cast<std::uint8_t>(m));
+  src.insert(src.end(), match, src.back());
+  b.push_back(0x50);
+  for (int i = 0; i < 5; ++i) {
+    src.push_back(static_cast<std::uint8_t>(i));
+    b.push_back(static_cast<std::uint8_t>(i));
+  }
+  ASSERT_EQ(lz4_serial_status(b, src.size()), DecodeStatus::kOk);
+  ASSERT_TRUE(logic::lz4_split_worth(static_cast<std::uint32_t>(b.size()), static_cast<std::uint32_t>(src.size())));
+  const Split tiny = split_walk(b, src.size(), 1);
+  EXPECT_FALSE(tiny.accepted);
+  EXPECT_EQ(tiny.rounds, logic::kLz4SplitRounds);
+  const Decoded d = decode(b, src.size(), 1);
   ASSERT_EQ(d.status, DecodeStatus::kOk);
+  EXPECT_FALSE(d.split);
   ASSERT_TRUE(d.bytes == src);
-  EXPECT_EQ(d.split, s.accepted);
-  if (s.accepted) expect_marks(s, expected_marks(enc, src.size(), 1), "one-byte regions");
+  const Split two = split_walk(b, src.size(), 4096);
+  ASSERT_TRUE(two.accepted);
+  expect_marks(two, expected_marks(b, src.size(), 4096), "two regions");
+  const Decoded d2 = decode(b, src.size(), 4096);
+  EXPECT_TRUE(d2.split);
+  ASSERT_TRUE(d2.bytes == src);
+}
+
+// A block of 255s where a numcodecs header promises as many bytes: every parse fails at the
+// block's end after reading all the length bytes. Each region's walk reads them once (it goes on
+// from where the failed parse stopped), so this takes milliseconds, not region x block steps.
+TEST(Lz4SplitWalk, RunsOfLengthBytesAreReadOnceByAFailingWalk) {
+  const Buf b(std::size_t{4} << 20, 255);
+  const auto start = std::chrono::steady_clock::now();
+  const Split s = split_walk(b, b.size(), logic::kLz4SplitRegionDefault);
+  const double s_taken = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(s.accepted);
+  EXPECT_LT(s_taken, 5.0);  // region x block steps would be ~1e11
+  EXPECT_EQ(lz4_serial_status(b, b.size()), DecodeStatus::kCorrupt);
 }
 
 }  // namespace

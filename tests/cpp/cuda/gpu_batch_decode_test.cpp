@@ -25,9 +25,11 @@
 #include "codec/bytes_to_bytes/filter_params.hpp"
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_split_walk.hpp"
 #include "core/byte_swap.hpp"
 #include "core/strided_copy.hpp"
 #include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/lz4_segments.hpp"
 
 #ifdef CUBESTREAM_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -403,6 +405,70 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
 // matches within its 4 KiB shared-memory ring (offsets 1-31, 32-2048, overlapping or not),
 // far matches (offsets 2049-65535, overlapping ones longer than their offset), literal runs
 // longer than half the ring, and matches longer than the ring.
+// The split walk on the GPU takes exactly the buffers the host logic takes, with the same
+// number of segments (the walk stores that count per buffer: Lz4SegmentScratch::paced, 0 where
+// the table walk took the buffer), and the decode gives the host logic's statuses and bytes:
+// climate fields of 100 KB-2 MB in regions of 4 KiB (up to 256 a buffer: several rounds; some
+// declined when the rounds run out), random bytes (larger than their output: left to the table
+// walk) and damaged buffers (declined).
+// Without this count a split walk that declined everything would pass the tests above.
+TEST(GpuBatch, Lz4SplitWalkTakesWhatTheHostLogicTakes) {
+  REQUIRE_GPU();
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  std::mt19937 rng(77);
+  for (int i = 0; i < 48; ++i) {
+    const std::size_t n = 100000 + rng() % 1900000;
+    const Buf data = i % 8 == 7 ? random_bytes(n) : climate_bytes(n);
+    enc.push_back(numcodecs_lz4(data, (i % 3) * 4));
+    sizes.push_back(data.size());
+  }
+  const Buf src = climate_bytes(300000);
+  add_damaged_lz4(numcodecs_lz4(src, 0), src.size(), 60, 31, &enc, &sizes);
+  const std::size_t n = enc.size();
+  std::size_t total = 0;
+  for (std::size_t x : sizes) total += x;
+  Batch b(enc, sizes, 3, 5);
+  const std::size_t bytes = cuda::detail::lz4_segment_scratch_bytes(n, total);
+  DevMem scratch(bytes), order(n * sizeof(std::uint32_t));
+  std::vector<std::uint32_t> identity(n);
+  for (std::size_t i = 0; i < n; ++i) identity[i] = static_cast<std::uint32_t>(i);
+  ok(cudaMemcpy(order.p, identity.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
+  bool carved = false;
+  cuda::detail::Lz4SegmentScratch s = cuda::detail::lz4_segment_scratch(scratch.p, bytes, n, &carved);
+  ASSERT_TRUE(carved);
+  s.take_dense = true;  // every buffer on this path: this test runs no ring kernel after it
+  const std::uint32_t region = logic::kLz4SplitRegionFloor;
+  s.split_region = region;
+  ok(cudaMemset(s.paced, 0xFF, n * sizeof(std::uint32_t)));
+  cuda::detail::lz4_segments_enqueue(b.b, static_cast<const std::uint32_t*>(order.p), s,
+                                     cuda::detail::Lz4WalkMode::kFused, nullptr);
+  ok(cudaDeviceSynchronize());
+  std::uint32_t ring = 0;
+  ok(cudaMemcpy(&ring, s.ring_count, sizeof ring, cudaMemcpyDeviceToHost));
+  ASSERT_EQ(ring, 0u);
+  std::vector<std::uint32_t> paced(n);
+  ok(cudaMemcpy(paced.data(), s.paced, n * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+  std::size_t taken = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Buf& in = enc[i];
+    if (in.size() < 4 || (static_cast<std::size_t>(in[0]) | (static_cast<std::size_t>(in[1]) << 8) |
+                          (static_cast<std::size_t>(in[2]) << 16) | (static_cast<std::size_t>(in[3]) << 24)) != sizes[i])
+      continue;  // refused by the header check before any walk
+    const auto in_n = static_cast<std::uint32_t>(in.size() - 4), out_n = static_cast<std::uint32_t>(sizes[i]);
+    std::uint32_t count = 0, rounds = 0;
+    const std::size_t bound = logic::lz4_segment_bound(in_n, out_n) + logic::lz4_split_extra_slots(in_n, region);
+    const bool accepted = logic::lz4_split_walk_host(in.data() + 4, in_n, out_n, region, bound,
+                                                     [](std::uint32_t, std::uint32_t, std::uint32_t) {}, &count, &rounds);
+    EXPECT_EQ(paced[i], accepted ? count : 0u) << "buffer " << i;
+    taken += accepted;
+  }
+  // the host logic takes 28 of the 37 buffers it tries (it declines 9 climate fields that LZ4
+  // barely compresses when the rounds run out, and leaves the random ones alone)
+  EXPECT_GE(taken, 20u);
+  expect_lz4_as_host_logic(b);
+}
+
 Buf ring_paths_data(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   Buf b;
