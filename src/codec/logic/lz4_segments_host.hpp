@@ -35,17 +35,16 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
     return lz4_decode_exact_with(in, in_size, out, size, copy);
   }
   const auto n_in = static_cast<std::uint32_t>(in_size), n_out = static_cast<std::uint32_t>(size);
-  std::vector<Lz4Segment> segs(lz4_segment_bound(in_size, size) + (split_region != 0 ? lz4_split_extra_slots(in_size, split_region) : 0));
+  std::vector<Lz4Segment> segs(lz4_segment_bound(in_size, size) +
+                               (split_region != 0 ? lz4_split_extra_slots(in_size, split_region) : 0));
   std::uint32_t count = 0;
   std::uint32_t rounds = 0;
-  const auto mark_split = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { segs[k] = {ip, op}; };
-  if (split_region != 0 &&
-      lz4_split_walk_host(in, n_in, n_out, split_region, segs.size(), mark_split, &count, &rounds)) {
+  const auto mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { segs[k] = {ip, op}; };
+  if (split_region != 0 && lz4_split_walk_host(in, n_in, n_out, split_region, segs.size(), mark, &count, &rounds)) {
     if (split != nullptr) *split = true;
   } else {
     std::vector<std::uint8_t> window(walk_window);
     Lz4StagedReader<Lz4MemcpyFill> rd{in, in_size, window.data(), walk_window, {}};
-    const auto mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { segs[k] = {ip, op}; };
     DecodeStatus st = DecodeStatus::kOk;
     if (walk == Lz4Walk::kTable && walk_window >= kLz4TableWindowMin && walk_window <= kLz4TableWindowMax) {
       std::vector<std::uint16_t> tbl(walk_window), toks(lz4_table_token_cap(walk_window));

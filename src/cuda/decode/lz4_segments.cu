@@ -100,8 +100,8 @@ __device__ void push_segment(const Lz4SegmentScratch& s, std::size_t j, std::uin
   store_release(s.queue + t, queue_entry(j, k, last));
 }
 
-// A buffer's slots, for a walk that writes its segments itself (the split walk) and pushes them
-// all at once (then `pushed`).
+// A buffer's slots, for a walk that writes its segments itself and pushes them (the split walk:
+// then `pushed`).
 struct WalkSlots {
   std::size_t buffer;
   logic::Lz4Segment* segs;
@@ -319,7 +319,7 @@ __device__ void split_job(TableShared& sh) {
   const bool good = __syncthreads_and(!active || (w.ok && w.need <= base));
   const bool last = __syncthreads_or(active && w.last);
   if (!good || !last || total_out != sp.size || total_marks > sp.bound) return;
-  // accepted: the segments at their slots, then one ticket range for all, pushed in order
+  // accepted: the segments at their slots, then the first of them pushed, in order
   if (active && w.marks != 0) {
     logic::Lz4Segment* segs = sp.segs;
     std::uint32_t* flags = sp.flags;
@@ -634,7 +634,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       // worker of segment k + 1 pushes k + 1 + kSplitInFlight after it has seen this flag, so a
       // buffer's tickets stay in segment order, and the segment a worker waits on (the one
       // before it) always holds a lower ticket, taken by a worker that is running.
-      const std::uint32_t count = s.paced[j];
+      const std::uint32_t count = s.split_region != 0 ? s.paced[j] : 0u;  // (no load with the split off)
       if (count != 0 && k + kSplitInFlight < count) {
         push_segment(s, j, k + kSplitInFlight, k + kSplitInFlight + 1 == count);
         __threadfence();
