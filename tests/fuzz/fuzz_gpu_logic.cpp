@@ -115,6 +115,16 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
     bug("split walk accepted a block the serial decoder refuses", static_cast<std::size_t>(st4), size);
   if (st6s == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("split walk: bytes differ from the serial decoder", out_size, size);
+  // the ready pass with pending bits (lz4_match_bits.hpp), the segments stepped in an order
+  // seeded by the input, into an output that holds no earlier decoder's bytes
+  std::memset(ringed.get(), 0x3C, out_size == 0 ? 1 : out_size);
+  const logic::DecodeStatus st6r = logic::lz4_segments_decode_host(
+      in, size, ringed.get(), out_size, 8192, nullptr, logic::Lz4Walk::kTable, size % 2 ? region : 0, nullptr,
+      logic::Lz4Matches::kReadyFirst, size * 2654435761u + 1);
+  if (st6r != st4) bug("ready pass: status differs from the serial decoder", static_cast<std::size_t>(st6r),
+                       static_cast<std::size_t>(st4));
+  if (st6r == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
+    bug("ready pass: bytes differ from the serial decoder", out_size, size);
   // the blosc warp's groups of short sequences through the device's ring: the device's window
   // and offset bound, or a small window and a small bound (groups end often); into an output
   // that holds no earlier decoder's bytes, so that a group reading too early shows

@@ -2,16 +2,163 @@
 // fuzzing: the device's walks and its segment passes in the order that is hardest on them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "codec/logic/decode_status.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_match_bits.hpp"
 #include "codec/logic/lz4_segments.hpp"
 #include "codec/logic/lz4_split_walk.hpp"
 
 namespace cubestream::codec::logic {
+
+// The match pass with pending bits (lz4_match_bits.hpp) over a walked block's segments, on the
+// host: each segment is a worker stepped through the device's stages (parse, literals and bits,
+// published; the window's published flags; the ready pass; the segment before done; its other
+// matches in groups, one group a step; done), the workers in a new seeded random order every
+// sweep, and a stage that must wait does not step. The bytes copied in one step are all read
+// before any is written, as the device's lanes may do. So a ready rule that let a match read a
+// byte before it is final shows as wrong output; a chained match that finds a pending bit in
+// what it reads (the invariant of the chain: all its bytes are final) and a sweep without
+// progress (a wait that cannot end) are answered kCorrupt, which the tests see (they compare
+// statuses with the serial decoder's). *stats (when given) receives the counts.
+struct Lz4ReadyFirstStats {
+  std::uint64_t matches = 0;  // matches of the block
+  std::uint64_t ready = 0;    // copied by the ready passes
+  std::uint64_t groups = 0;   // groups of the chained pass (the rest)
+  std::uint64_t sweeps = 0;   // sweeps of the schedule
+};
+inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::uint32_t n_in, std::uint8_t* out,
+                                                 std::uint32_t n_out, const Lz4Segment* segs, std::uint32_t count,
+                                                 std::uint64_t seed, Lz4ReadyFirstStats* stats) {
+  std::vector<std::uint32_t> bits(lz4_bit_words(n_out));
+  const auto load = [&](std::uint32_t w) { return bits[w]; };
+  const auto mark = [&](const Lz4MatchRecord& m, bool pending) {
+    const std::uint32_t b = m.dst + m.len;
+    for (std::uint32_t w = m.dst >> 5; w <= (b - 1) >> 5; ++w)
+      bits[w] = pending ? bits[w] | lz4_bits_in(m.dst, b, w) : bits[w] & ~lz4_bits_in(m.dst, b, w);
+  };
+  const auto final_reads = [&](const Lz4MatchRecord& m) {
+    const Lz4Reads r = lz4_match_reads(m);
+    return lz4_bits_clear(r.first, r.end, load);
+  };
+  std::vector<std::uint8_t> bytes;
+  // copies the listed matches as a warp may: every byte read, then every byte written
+  const auto copy = [&](const Lz4MatchRecord* const* list, std::size_t n) {
+    bytes.clear();
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::uint32_t i = 0; i < list[j]->len; ++i) bytes.push_back(out[lz4_match_source(*list[j], i)]);
+    std::size_t at = 0;
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::uint32_t i = 0; i < list[j]->len; ++i) out[list[j]->dst + i] = bytes[at++];
+    for (std::size_t j = 0; j < n; ++j) mark(*list[j], false);
+  };
+  enum Stage { kParse, kWindow, kReady, kChain, kDone };
+  struct Worker {
+    Stage stage = kParse;
+    std::vector<Lz4MatchRecord> recs;
+    std::uint32_t at = 0;
+  };
+  std::vector<Worker> w(count);
+  std::vector<std::uint8_t> flag(count), window(2048);  // 1 published, 2 done
+  std::vector<std::uint32_t> order(count);
+  for (std::uint32_t k = 0; k < count; ++k) order[k] = k;
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+  const auto rand = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::uint32_t left = count;
+  Lz4ReadyFirstStats counts;
+  std::vector<const Lz4MatchRecord*> list;
+  while (left != 0) {
+    ++counts.sweeps;
+    for (std::uint32_t i = count; i > 1; --i) std::swap(order[i - 1], order[rand() % i]);
+    bool progress = false;
+    for (const std::uint32_t k : order) {
+      Worker& wk = w[k];
+      switch (wk.stage) {
+        case kParse: {
+          const std::uint32_t end = k + 1 < count ? segs[k + 1].in : n_in;
+          Lz4StagedReader<Lz4MemcpyFill> rd{in, n_in, window.data(), window.size(), {}};
+          const DecodeStatus st = lz4_segment_parse(rd, n_in, n_out, segs[k].in, end, segs[k].out,
+                                                    [&](const Lz4Sequence& s, std::uint32_t op) {
+                                                      for (std::size_t i = 0; i < s.lit_len; ++i) out[op + i] = in[s.lit_src + i];
+                                                      if (s.match_len != 0)
+                                                        wk.recs.push_back({op + static_cast<std::uint32_t>(s.lit_len),
+                                                                           static_cast<std::uint32_t>(s.match_offset),
+                                                                           static_cast<std::uint32_t>(s.match_len)});
+                                                    });
+          if (st != DecodeStatus::kOk || wk.recs.size() > kLz4SegmentSeqs) return DecodeStatus::kCorrupt;
+          for (const Lz4MatchRecord& m : wk.recs) mark(m, true);
+          counts.matches += wk.recs.size();
+          flag[k] = 1;
+          wk.stage = kWindow;
+          progress = true;
+          break;
+        }
+        case kWindow: {
+          const std::uint32_t lo = lz4_window_low(segs[k].out);
+          bool all = true;
+          for (std::uint32_t j = k; j-- > 0 && segs[j + 1].out > lo && all;) all = flag[j] != 0;
+          if (!all) break;
+          wk.stage = kReady;
+          progress = true;
+          [[fallthrough]];
+        }
+        case kReady: {
+          // every short match's read range checked first, then every ready one copied
+          std::vector<Lz4MatchRecord> kept;
+          list.clear();
+          for (const Lz4MatchRecord& m : wk.recs) {
+            if (m.len <= kLz4LaneMatchMax && final_reads(m))
+              list.push_back(&m);
+            else
+              kept.push_back(m);
+          }
+          copy(list.data(), list.size());
+          counts.ready += list.size();
+          wk.recs = std::move(kept);
+          wk.stage = kChain;
+          break;
+        }
+        case kChain: {
+          if (k != 0 && flag[k - 1] != 2) break;
+          if (wk.at < wk.recs.size()) {
+            const std::uint32_t g =
+                lz4_group_size(wk.recs.data() + wk.at, static_cast<std::uint32_t>(wk.recs.size() - wk.at));
+            list.clear();
+            for (std::uint32_t j = wk.at; j < wk.at + g; ++j) {
+              if (!final_reads(wk.recs[j])) return DecodeStatus::kCorrupt;
+              list.push_back(&wk.recs[j]);
+            }
+            copy(list.data(), list.size());
+            wk.at += g;
+            ++counts.groups;
+            progress = true;
+          }
+          if (wk.at == wk.recs.size()) {
+            flag[k] = 2;
+            wk.stage = kDone;
+            --left;
+            progress = true;
+          }
+          break;
+        }
+        case kDone: break;
+      }
+    }
+    if (!progress) return DecodeStatus::kCorrupt;
+  }
+  if (stats != nullptr) *stats = counts;
+  return DecodeStatus::kOk;
+}
 
 // Host run of the segmented decode (tests and fuzzing): the walk with a staged window of
 // `walk_window` bytes (>= kLz4FastSpan + 16), then every segment's literals with the segments in
@@ -24,11 +171,16 @@ namespace cubestream::codec::logic {
 // With split_region (not 0) the split walk (lz4_split_walk.hpp) with regions of at least that
 // many bytes goes first, and `walk` runs only where it declines the block; *split (when given)
 // says whether it took the block.
+// `matches` picks the match pass: kChain as above; kReadyFirst the ready pass with pending bits
+// first (lz4_match_bits.hpp), run by lz4_ready_first_matches_host above in the seed's order
+// (*groups then receives the chained pass's groups, those after the ready passes).
 enum class Lz4Walk { kSerial, kTable };
+enum class Lz4Matches { kChain, kReadyFirst };
 inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                              std::size_t size, std::size_t walk_window = 8192,
                                              std::uint64_t* groups = nullptr, Lz4Walk walk = Lz4Walk::kTable,
-                                             std::uint32_t split_region = 0, bool* split = nullptr) {
+                                             std::uint32_t split_region = 0, bool* split = nullptr,
+                                             Lz4Matches matches = Lz4Matches::kChain, std::uint64_t seed = 1) {
   if (split != nullptr) *split = false;
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
@@ -56,6 +208,12 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
       st = lz4_segment_walk(rd, n_in, n_out, segs.size(), mark, &count);
     }
     if (st != DecodeStatus::kOk) return st;
+  }
+  if (matches == Lz4Matches::kReadyFirst) {
+    Lz4ReadyFirstStats st;
+    const DecodeStatus rs = lz4_ready_first_matches_host(in, n_in, out, n_out, segs.data(), count, seed, &st);
+    if (groups != nullptr) *groups = st.groups;
+    return rs;
   }
   std::vector<std::vector<Lz4MatchRecord>> recs(count);
   std::vector<std::uint8_t> window(2048);
