@@ -27,11 +27,12 @@
 // scratch region of decoded size / 8 bytes, zeroed per batch. lz4_segments_host.hpp runs this
 // order on the host with an adversarial schedule (Lz4Matches::kReadyFirst).
 //
-// Measured on the H200 (session 27): the segment kernel alone gains 13 % (6.6 -> 5.7 ms on the
-// era5-like batch), but the fused kernel, whose walk sets the batch's time, loses (10.3 -> 11.3-
-// 11.8 ms era5-like, 4.1 -> 4.6 mixed, 30 -> 36 synth fields): the bits' atomics and fences slow
-// the walkers that share the SMs, and the chain's fixed cost per segment, not its groups, is
-// most of a link. So it is off unless CUBESTREAM_LZ4_MATCHES=ready (cuda/decode/batch_decode.cu).
+// Measured on the H200 (session 27): the segment kernel alone gains 5 % (6.98 -> 6.6 ms on the
+// era5-like batch, ncu), and the fused kernel, whose walk sets the batch's time, loses (9.7 ->
+// 10.4-10.7 ms era5-like, 4.6 -> 4.9 mixed, 29 -> 36 synth fields): the bits' atomics and fences
+// slow the walkers that share the SMs, and the groups taken off the chain were not what the
+// segment kernel spends. So it is off unless CUBESTREAM_LZ4_MATCHES=ready
+// (cuda/decode/batch_decode.cu).
 #pragma once
 
 #include <cstddef>

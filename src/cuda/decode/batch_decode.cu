@@ -214,6 +214,15 @@ bool env_equals(const char* name, const char* value) {
   return env != nullptr && std::string(env) == value;
 }
 
+// The segments' ready pass for numcodecs lz4 (codec/logic/lz4_match_bits.hpp: matches whose
+// bytes are final go before the segment waits for the one before), off by default: on the H200
+// (session 27, same call) the fused kernel measured 10.4-10.7 ms with it against 9.7-9.8 without
+// on the era5-like batch, 4.9 against 4.6 on the mixed one and 36 against 29 on the synth
+// fields, though the segment kernel alone gained 5 % (docs/gpu_decoders.md, "The ready pass").
+// CUBESTREAM_LZ4_MATCHES=ready turns it on; the scratch then holds a bit per decoded byte
+// (batch_decode_scratch_bytes reads the same switch).
+bool lz4_ready_pass_from_env() { return env_equals("CUBESTREAM_LZ4_MATCHES", "ready"); }
+
 // The split walk for numcodecs lz4 (codec/logic/lz4_split_walk.hpp), off by default: on the
 // H200 (session 26, same calls) it measured 11.4 ms against the table walk's 9.7 on the
 // era5-like batch, 10.5 against 4.6 on the mixed one and 38.4 against 27.7 on the synth fields,
@@ -476,7 +485,9 @@ void check_scratch(const char* what, std::size_t need, std::size_t have) {
 
 std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes) {
   switch (codec) {
-    case BatchCodec::kLz4: return lz4_fixed_scratch(num_buffers) + detail::lz4_segment_scratch_bytes(num_buffers, total_decoded_bytes);
+    case BatchCodec::kLz4:
+      return lz4_fixed_scratch(num_buffers) +
+             detail::lz4_segment_scratch_bytes(num_buffers, total_decoded_bytes, lz4_ready_pass_from_env());
     case BatchCodec::kBlosc: return blosc_scratch_layout(num_buffers, total_decoded_bytes).total;
     case BatchCodec::kZstd: return detail::zstd_dispatch_scratch_bytes(num_buffers, total_decoded_bytes);
   }
@@ -514,7 +525,7 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       detail::Lz4SegmentScratch seg{};
       if (segmented) {
         seg = detail::lz4_segment_scratch(static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed,
-                                          batch.num_buffers, &segmented);
+                                          batch.num_buffers, lz4_ready_pass_from_env(), &segmented);
         seg.take_dense = env_equals("CUBESTREAM_LZ4_PATH", "segments");
         seg.split_region = lz4_split_region_from_env();
       }

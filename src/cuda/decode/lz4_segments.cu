@@ -14,12 +14,15 @@
 //
 // The queue: a walk pushes segment k of its buffer once it marks segment k + 1 (whose start is
 // segment k's end) or ends (the last one); a worker takes the next ticket and waits until that
-// entry is pushed. Per segment: parse and literals, records in shared memory, wait for the
-// segment before (flags), matches in groups, publish. No wait can stall for good: a walk waits on
-// nothing, and the segment a worker waits on was pushed earlier, so a worker that is already
-// running took it.
+// entry is pushed. Per segment: parse and literals, records in shared memory, (with pending
+// bits: publish the bits, wait for the segments within 64 KiB before to publish theirs, copy the
+// matches whose bytes are final: ready_pass), wait for the segment before (flags), matches in
+// groups, publish. No wait can stall for good: a walk waits on nothing, and the segment a
+// worker waits on was pushed earlier, so a worker that is already running took it (and a
+// segment publishes its bits before it waits on anything).
 #include "cuda/decode/lz4_segments.hpp"
 
+#include "codec/logic/lz4_match_bits.hpp"
 #include "codec/logic/lz4_split_walk.hpp"
 
 #include <algorithm>
@@ -54,20 +57,24 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 
 // The fixed part: one 256-byte header of counters, then the per-buffer arrays; then the slots:
 // queue entries, segment starts, flags (capacity each).
+// (`slots` is where the bits start: they come before the slots.)
 struct Layout {
-  std::size_t seg_base, ring_list, paced, slots;
+  std::size_t seg_base, bits_base, ring_list, paced, slots;
 };
 Layout layout(std::size_t n) {
   Layout l{};
   l.seg_base = kAlign;
-  l.ring_list = l.seg_base + align_up(n * sizeof(unsigned long long));
+  l.bits_base = l.seg_base + align_up(n * sizeof(unsigned long long));
+  l.ring_list = l.bits_base + align_up(n * sizeof(unsigned long long));
   l.paced = l.ring_list + align_up(n * sizeof(std::uint32_t));
   l.slots = l.paced + align_up(n * sizeof(std::uint32_t));
   return l;
 }
 constexpr std::size_t kSlotBytes = sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + sizeof(std::uint32_t);
 // Header bytes the enqueue zeroes (the counters of Lz4SegmentScratch).
-constexpr std::size_t kHeaderCounters = 48;
+constexpr std::size_t kHeaderCounters = 56;
+// Words of pending bits for a batch of n buffers decoding to `total` bytes (lz4_bit_words each).
+std::size_t bit_words(std::size_t n, std::size_t total) { return total / 32 + n; }
 
 // A queue entry: buffer j + 1 (never 0: 0 is an entry not pushed yet), segment k, whether it is
 // the buffer's last segment (its end is the block's end, else the next segment's start).
@@ -91,6 +98,16 @@ __device__ unsigned long long load_acquire(const unsigned long long* p) {
 }
 __device__ void store_release(unsigned long long* p, unsigned long long v) {
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// The pending bits are read and written by many warps at once: strong (relaxed) accesses, the
+// order between bits and bytes given by fences (lz4_match_bits.hpp).
+__device__ unsigned load_relaxed(const std::uint32_t* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ void store_relaxed(std::uint32_t* p, unsigned v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 // Pushes segment k of buffer j (its start, and its end where it is not the last, already
@@ -150,6 +167,12 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
           s.seg_base[i] = base;
           s.paced[i] = 0;  // the split walk sets its count where it takes the buffer
           b.status[i] = DecodeStatus::kOk;
+          if (s.ready_first) {
+            // the buffer's pending bits, or the chained pass where they do not fit
+            const std::size_t words = logic::lz4_bit_words(size);
+            const unsigned long long wb = atomicAdd(s.bits_cursor, static_cast<unsigned long long>(words));
+            s.bits_base[i] = wb + words <= s.bits_words ? wb : kLz4NoBits;
+          }
         }
         walked = true;
         logic::Lz4Segment* segs = s.segs + base;
@@ -467,10 +490,52 @@ __global__ void __launch_bounds__(kTableThreads) lz4_table_walk_kernel(DeviceBat
   table_walk_buffer(b, order[blockIdx.x], s, sh);
 }
 
+// A segment's flag: 0 when pushed; kFlagPublished once its literals and pending bits are in
+// place (only buffers with bits: lz4_match_bits.hpp); kFlagDone once all its bytes are.
+constexpr std::uint32_t kFlagPublished = 1, kFlagDone = 2;
+
+// The pending bits of the ready pass (codec/logic/lz4_match_bits.hpp). A word wholly
+// inside one match's output is that match's alone (a plain, strong store); an edge word may hold
+// another match's bits too (an atomic). lane_mark: one lane, a short range; warp_mark: the whole
+// warp, any range.
+__device__ void mark_word(std::uint32_t* bits, std::uint32_t a, std::uint32_t b, std::uint32_t w, bool pending) {
+  const std::uint32_t m = logic::lz4_bits_in(a, b, w);
+  if (m == ~0u)
+    store_relaxed(bits + w, pending ? ~0u : 0u);
+  else if (pending)
+    atomicOr(bits + w, m);
+  else
+    atomicAnd(bits + w, ~m);
+}
+__device__ void lane_mark(std::uint32_t* bits, std::uint32_t a, std::uint32_t b, bool pending) {
+  for (std::uint32_t w = a >> 5; w <= (b - 1) >> 5; ++w) mark_word(bits, a, b, w, pending);
+}
+__device__ void warp_mark(std::uint32_t* bits, std::uint32_t a, std::uint32_t b, bool pending, unsigned lane) {
+  for (std::uint32_t w = (a >> 5) + lane; w <= (b - 1) >> 5; w += 32) mark_word(bits, a, b, w, pending);
+}
+// One lane's match of at most kLz4LaneMatchMax bytes: every byte loaded (from L2: other warps
+// wrote them), then stored. Byte i reads source index i mod off, kept without a division.
+__device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& m) {
+  const std::uint32_t a = m.dst - m.off;
+  std::uint8_t v[logic::kLz4LaneMatchMax];
+  std::uint32_t r = 0;
+#pragma unroll
+  for (std::uint32_t k = 0; k < logic::kLz4LaneMatchMax; ++k) {
+    v[k] = k < m.len ? __ldcg(out + a + r) : std::uint8_t{0};
+    r = r + 1 == m.off ? 0 : r + 1;
+  }
+#pragma unroll
+  for (std::uint32_t k = 0; k < logic::kLz4LaneMatchMax; ++k)
+    if (k < m.len) out[m.dst + k] = v[k];
+}
+
 // One group of matches (codec/logic/lz4_segments.hpp, lz4_group_size): lane j holds match r + j.
-// Returns how many matches it copied.
+// Returns how many matches it copied. Every byte they read is final (the caller has waited for
+// the segment before). With kReady and `bits`, each match then clears its pending bits
+// (lz4_match_bits.hpp), so that later segments' ready passes can take more.
+template <bool kReady>
 __device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchRecord* recs, std::uint32_t n,
-                                    unsigned lane) {
+                                    unsigned lane, std::uint32_t* bits) {
   const bool have = lane < n;
   const logic::Lz4MatchRecord m = have ? recs[lane] : logic::Lz4MatchRecord{0, 1, 0};
   const std::uint32_t len0 = __shfl_sync(kFullMask, m.len, 0);
@@ -491,6 +556,12 @@ __device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchReco
         if (k < len0) out[m0.dst + k] = v[u];
       }
     }
+    if (kReady && bits != nullptr) {
+      // every lane's bytes before any lane clears a bit that covers them
+      __threadfence();
+      __syncwarp();
+      warp_mark(bits, m0.dst, m0.dst + len0, false, lane);
+    }
     return 1;
   }
   // the group: the last lane i < lane whose match starts below this one's read end is the only
@@ -510,18 +581,94 @@ __device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchReco
   const unsigned refused = ~__ballot_sync(kFullMask, member);
   const unsigned g = refused == 0 ? 32u : static_cast<unsigned>(__ffs(static_cast<int>(refused))) - 1u;
   if (lane < g) {
-    std::uint8_t v[logic::kLz4LaneMatchMax];
-    std::uint32_t r = 0;  // i mod off, kept without a division
-#pragma unroll
-    for (std::uint32_t k = 0; k < logic::kLz4LaneMatchMax; ++k) {
-      v[k] = k < m.len ? __ldcg(out + a + r) : std::uint8_t{0};
-      r = r + 1 == m.off ? 0 : r + 1;
+    lane_copy_match(out, m);
+    if (kReady && bits != nullptr) {
+      __threadfence();  // this lane's bytes before its bits
+      lane_mark(bits, m.dst, m.dst + m.len, false);
     }
-#pragma unroll
-    for (std::uint32_t k = 0; k < logic::kLz4LaneMatchMax; ++k)
-      if (k < m.len) out[m.dst + k] = v[k];
   }
   return g;
+}
+
+// The ready pass of one segment with pending bits (codec/logic/lz4_match_bits.hpp, steps 1-3),
+// after its parse and literals: recs[0, nrec) its matches in output order, `bits` its buffer's
+// pending bits, `segs` and `flags` its buffer's slots, k the segment, `out0` its first output
+// position. Copies every match of at most kLz4LaneMatchMax bytes whose bytes are final already;
+// the others are kept at the front of recs, in order, for the chained pass. Returns their count.
+__device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logic::Lz4MatchRecord* recs,
+                                    std::uint32_t nrec, const logic::Lz4Segment* segs, std::uint32_t* flags,
+                                    std::uint32_t k, std::uint32_t out0, unsigned lane) {
+  // 1. the bits of every match's output, then the flag (1) that publishes them with the literals
+  constexpr std::uint32_t kLaneMarkMax = 64;  // a lane marks at most three words
+  for (std::uint32_t r = 0; r < nrec; r += 32) {
+    const bool have = r + lane < nrec;
+    const logic::Lz4MatchRecord m = have ? recs[r + lane] : logic::Lz4MatchRecord{0, 1, 0};
+    const bool lone = have && m.len > kLaneMarkMax;
+    if (have && !lone) lane_mark(bits, m.dst, m.dst + m.len, true);
+    for (unsigned longs = __ballot_sync(kFullMask, lone); longs != 0; longs &= longs - 1) {
+      const int from = __ffs(static_cast<int>(longs)) - 1;
+      const std::uint32_t a = __shfl_sync(kFullMask, m.dst, from);
+      warp_mark(bits, a, a + __shfl_sync(kFullMask, m.len, from), true, lane);
+    }
+  }
+  __threadfence();
+  __syncwarp();
+  if (lane == 0) store_release(flags + k, kFlagPublished);
+  // 2. the flags of the earlier segments it can read from (those ending past out0 - 65 535);
+  // they hold lower queue tickets and wait on nothing before they publish
+  const std::uint32_t lo = logic::lz4_window_low(out0);
+  for (std::uint32_t back = 0; back < k; back += 32) {
+    bool need = false;
+    if (back + lane < k) {
+      const std::uint32_t j = k - 1 - back - lane;
+      need = segs[j + 1].out > lo;
+      if (need)
+        for (unsigned sleep = 32; load_acquire(flags + j) == 0; sleep = sleep < 256 ? 2 * sleep : sleep) __nanosleep(sleep);
+    }
+    if (!__all_sync(kFullMask, need)) break;  // the segments go back in order
+  }
+  __syncwarp();  // every lane's acquire before any lane reads what it publishes
+  // 3. lane l checks records l, l + 32, ... (kLz4SegmentSeqs / 32 at most): a short match reads
+  // at most 16 bytes, so two words of bits
+  constexpr std::uint32_t kPer = logic::kLz4SegmentSeqs / 32;
+  static_assert(kPer <= 32 && logic::kLz4LaneMatchMax <= 32, "the ready mask, two words a read range");
+  std::uint32_t ready = 0;
+#pragma unroll
+  for (std::uint32_t i = 0; i < kPer; ++i) {
+    const std::uint32_t r = lane + 32 * i;
+    if (r < nrec && recs[r].len <= logic::kLz4LaneMatchMax) {
+      const logic::Lz4Reads rd = logic::lz4_match_reads(recs[r]);
+      const std::uint32_t w0 = rd.first >> 5, w1 = (rd.end - 1) >> 5;
+      const std::uint32_t set = (load_relaxed(bits + w0) & logic::lz4_bits_in(rd.first, rd.end, w0)) |
+                                (load_relaxed(bits + w1) & logic::lz4_bits_in(rd.first, rd.end, w1));
+      if (set == 0) ready |= 1u << i;
+    }
+  }
+  if (ready != 0) {
+    __threadfence();  // the bits seen clear before the bytes they guard are read
+    for (std::uint32_t i = 0; i < kPer; ++i)
+      if ((ready >> i & 1u) != 0) lane_copy_match(out, recs[lane + 32 * i]);
+    __threadfence();  // this lane's bytes before its bits
+    for (std::uint32_t i = 0; i < kPer; ++i)
+      if ((ready >> i & 1u) != 0) {
+        const logic::Lz4MatchRecord& m = recs[lane + 32 * i];
+        lane_mark(bits, m.dst, m.dst + m.len, false);
+      }
+  }
+  // the rest moves down, in order (record r = 32 i + lane goes to an index <= r, after every
+  // lane has read its record)
+  std::uint32_t kept = 0;
+  for (std::uint32_t i = 0; i * 32 < nrec; ++i) {
+    const std::uint32_t r = lane + 32 * i;
+    const bool keep = r < nrec && (ready >> i & 1u) == 0;
+    const logic::Lz4MatchRecord m = keep ? recs[r] : logic::Lz4MatchRecord{0, 1, 0};
+    const unsigned mask = __ballot_sync(kFullMask, keep);
+    __syncwarp();
+    if (keep) recs[kept + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)))] = m;
+    kept += static_cast<std::uint32_t>(__popc(mask));
+    __syncwarp();
+  }
+  return kept;
 }
 
 struct SegmentShared {
@@ -557,6 +704,9 @@ __device__ unsigned long long next_segment(const DeviceBatch& b, const Lz4Segmen
 }
 
 // Segment workers: every warp takes pushed segments until the queue is done.
+// kReady: the kernel was launched for a scratch with bits (Lz4SegmentScratch::ready_first); the
+// default instantiation holds no code of the ready pass (its registers and spills are main's).
+template <bool kReady>
 __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s, SegmentShared& sh) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
   logic::Lz4MatchRecord* recs = sh.records[warp];
@@ -571,6 +721,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     const auto size = static_cast<std::uint32_t>(b.dst_bytes[j]);
     std::uint8_t* out = b.dst[j];
     const unsigned long long base = s.seg_base[j];
+    const unsigned long long bits_base = kReady ? s.bits_base[j] : kLz4NoBits;
     const logic::Lz4Segment seg = s.segs[base + k];
     const std::uint32_t end = last_segment ? in_size : s.segs[base + k + 1].in;
 
@@ -617,12 +768,16 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       nrec = 0;
     }
     __syncwarp();
-    // the matches read the output of earlier segments' matches: wait for the segment before
-    // (pushed before this one, so a running warp has it)
+    // with pending bits, the matches whose bytes are final already go first, off the chain
+    std::uint32_t* bits = kReady && bits_base != kLz4NoBits ? s.bits + bits_base : nullptr;
+    if (kReady && bits != nullptr)
+      nrec = ready_pass(out, bits, recs, nrec, s.segs + base, s.flags + base, k, seg.out, lane);
+    // the chained pass: the other matches read the output of earlier segments' matches, so wait
+    // for the segment before (pushed before this one, so a running warp has it)
     if (k != 0)
-      while (load_acquire(s.flags + base + k - 1) == 0) __nanosleep(64);
+      while (load_acquire(s.flags + base + k - 1) != kFlagDone) __nanosleep(64);
     for (std::uint32_t r = 0; r < nrec;) {
-      r += copy_group(out, recs + r, nrec - r, lane);
+      r += copy_group<kReady>(out, recs + r, nrec - r, lane, bits);
       __syncwarp();
     }
     // every lane's writes, then the flag
@@ -640,14 +795,15 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
         __threadfence();
         atomicSub(s.paced_pending, 1u);
       }
-      store_release(s.flags + base + k, 1u);
+      store_release(s.flags + base + k, kFlagDone);
     }
   }
 }
 
+template <bool kReady>
 __global__ void __launch_bounds__(32 * kSegWarps) lz4_segment_kernel(DeviceBatch b, Lz4SegmentScratch s) {
   __shared__ SegmentShared sh;
-  segment_worker(b, s, sh);
+  segment_worker<kReady>(b, s, sh);
 }
 
 // The walk and the segment workers in one launch. A block's role is its arrival ticket: the
@@ -663,6 +819,7 @@ union FusedShared {
   TableShared walk;
   SegmentShared seg;
 };
+template <bool kReady>
 __global__ void __launch_bounds__(kTableThreads, kFusedBlocksPerSm) lz4_fused_kernel(DeviceBatch b, const std::uint32_t* order,
                                                                   Lz4SegmentScratch s, std::uint32_t walkers) {
   __shared__ FusedShared sh;
@@ -682,12 +839,12 @@ __global__ void __launch_bounds__(kTableThreads, kFusedBlocksPerSm) lz4_fused_ke
       __syncthreads();
     }
   }
-  segment_worker(b, s, sh.seg);
+  segment_worker<kReady>(b, s, sh.seg);
 }
 
 }  // namespace
 
-std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded) {
+std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded, bool ready_pass) {
   // the walk gives a buffer lz4_segment_bound(in, size) slots; a valid block of `size` bytes
   // has in <= size + size / 255 + 16 (liblz4's bound), so the batch needs at most
   // total / kLz4SegmentOut + (total * 256 / 255 + 16 n) / 3 / kLz4SegmentSeqs + 3 n slots
@@ -696,14 +853,30 @@ std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded) 
   const std::size_t split = std::min(in_max / logic::kLz4SplitRegionFloor + n, n * std::size_t{logic::kLz4SplitMaxRegions});
   const std::size_t slots =
       total_decoded / logic::kLz4SegmentOut + in_max / 3 / logic::kLz4SegmentSeqs + 3 * n + split;
-  return layout(n).slots + align_up(slots * kSlotBytes);
+  const std::size_t bits = ready_pass ? align_up(bit_words(n, total_decoded) * sizeof(std::uint32_t)) : 0;
+  return layout(n).slots + bits + align_up(slots * kSlotBytes);
 }
 
-Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t n, bool* ok) {
+Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t n, bool ready_pass, bool* ok) {
   const Layout l = layout(n);
   Lz4SegmentScratch s{};
   *ok = bytes >= l.slots;
   if (!*ok) return s;
+  // the largest total this scratch was sized for (lz4_segment_scratch_bytes grows with it), and
+  // its bits; the rest holds slots
+  std::size_t bits_bytes = 0;
+  if (ready_pass && lz4_segment_scratch_bytes(n, 0, true) <= bytes) {
+    std::size_t lo = 0, hi = bytes * 8;  // (the bits alone take t / 8 bytes: t < 8 x bytes)
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo + 1) / 2;
+      if (lz4_segment_scratch_bytes(n, mid, true) <= bytes)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    s.bits_words = bit_words(n, lo);
+    bits_bytes = align_up(s.bits_words * sizeof(std::uint32_t));
+  }
   auto* p = static_cast<std::uint8_t*>(base);
   s.queue_head = reinterpret_cast<unsigned long long*>(p);
   s.queue_tail = reinterpret_cast<unsigned long long*>(p + 8);
@@ -713,14 +886,19 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   s.role_ticket = reinterpret_cast<std::uint32_t*>(p + 36);
   s.ring_count = reinterpret_cast<std::uint32_t*>(p + 40);
   s.paced_pending = reinterpret_cast<std::uint32_t*>(p + 44);
-  static_assert(kHeaderCounters == 48 && kHeaderCounters <= kAlign, "the header's counters");
+  s.bits_cursor = reinterpret_cast<unsigned long long*>(p + 48);
+  static_assert(kHeaderCounters == 56 && kHeaderCounters <= kAlign, "the header's counters");
   s.seg_base = reinterpret_cast<unsigned long long*>(p + l.seg_base);
+  s.bits_base = reinterpret_cast<unsigned long long*>(p + l.bits_base);
   s.ring_list = reinterpret_cast<std::uint32_t*>(p + l.ring_list);
   s.paced = reinterpret_cast<std::uint32_t*>(p + l.paced);
-  s.capacity = (bytes - l.slots) / kSlotBytes;
-  s.queue = reinterpret_cast<unsigned long long*>(p + l.slots);
-  s.segs = reinterpret_cast<logic::Lz4Segment*>(p + l.slots + s.capacity * sizeof(unsigned long long));
-  s.flags = reinterpret_cast<std::uint32_t*>(p + l.slots + s.capacity * (sizeof(unsigned long long) + sizeof(logic::Lz4Segment)));
+  s.bits = reinterpret_cast<std::uint32_t*>(p + l.slots);
+  const std::size_t slots = l.slots + bits_bytes;
+  s.capacity = (bytes - slots) / kSlotBytes;
+  s.queue = reinterpret_cast<unsigned long long*>(p + slots);
+  s.segs = reinterpret_cast<logic::Lz4Segment*>(p + slots + s.capacity * sizeof(unsigned long long));
+  s.flags = reinterpret_cast<std::uint32_t*>(p + slots + s.capacity * (sizeof(unsigned long long) + sizeof(logic::Lz4Segment)));
+  s.ready_first = s.bits_words != 0;
   return s;
 }
 
@@ -729,6 +907,9 @@ void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, cons
   CS_CUDA_CHECK(cudaMemsetAsync(s.queue_head, 0, kHeaderCounters, stream));
   // a worker waits for its entry to turn nonzero
   if (s.capacity != 0) CS_CUDA_CHECK(cudaMemsetAsync(s.queue, 0, s.capacity * sizeof *s.queue, stream));
+  // no byte pending before the walks (a segment sets its matches' bits)
+  if (s.ready_first && s.bits_words != 0)
+    CS_CUDA_CHECK(cudaMemsetAsync(s.bits, 0, s.bits_words * sizeof *s.bits, stream));
   const auto persistent = [](const void* kernel, unsigned threads) {
     int per_sm = 0;
     CS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads), 0));
@@ -737,9 +918,10 @@ void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, cons
   if (mode == Lz4WalkMode::kFused) {
     // half the blocks walk (all buffers at once where there are that few): a block walks at the
     // pace of its chain, so buffers walked side by side finish sooner
-    const unsigned blocks = persistent(reinterpret_cast<const void*>(lz4_fused_kernel), kTableThreads);
+    const auto fused = s.ready_first ? lz4_fused_kernel<true> : lz4_fused_kernel<false>;
+    const unsigned blocks = persistent(reinterpret_cast<const void*>(fused), kTableThreads);
     const auto walkers = static_cast<std::uint32_t>(std::min<std::size_t>(b.num_buffers, std::max(1u, blocks / 2)));
-    lz4_fused_kernel<<<blocks, kTableThreads, 0, stream>>>(b, order, s, walkers);
+    fused<<<blocks, kTableThreads, 0, stream>>>(b, order, s, walkers);
     CS_CUDA_CHECK(cudaGetLastError());
     return;
   }
@@ -750,7 +932,8 @@ void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, cons
     lz4_walk_kernel<<<walk_blocks, 32 * kWalkWarps, 0, stream>>>(b, order, s);
   }
   CS_CUDA_CHECK(cudaGetLastError());
-  lz4_segment_kernel<<<persistent(reinterpret_cast<const void*>(lz4_segment_kernel), 32 * kSegWarps), 32 * kSegWarps,
+  const auto segments = s.ready_first ? lz4_segment_kernel<true> : lz4_segment_kernel<false>;
+  segments<<<persistent(reinterpret_cast<const void*>(segments), 32 * kSegWarps), 32 * kSegWarps,
                        0, stream>>>(b, s);
   CS_CUDA_CHECK(cudaGetLastError());
 }

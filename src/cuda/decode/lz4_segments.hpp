@@ -3,7 +3,8 @@
 // the split walk first: codec/logic/lz4_split_walk.hpp), checks each block and marks its
 // segments, pushing them onto a queue as soon as their ends are known; segment workers, one warp per
 // segment, take them from the queue, copy the literals and then, after the segment before it in
-// the same block, the matches. By default one kernel runs both, so that the segments of the
+// the same block, the matches (where CUBESTREAM_LZ4_MATCHES=ready, the matches whose bytes are
+// final already before that wait: codec/logic/lz4_match_bits.hpp). By default one kernel runs both, so that the segments of the
 // blocks walked first decode while later ones are still walked. Buffers this path cannot take
 // (32-bit positions, no room left for their segments) or should not (blocks decoding to more
 // than 1.4x their size: lz4_segments_take) are listed for the ring kernel (batch_decode.cu),
@@ -30,13 +31,22 @@ struct Lz4SegmentScratch {
   std::uint32_t* role_ticket;        // thread blocks of the fused kernel that have started
   std::uint32_t* ring_count;         // buffers left to the ring kernel, listed in ring_list
   std::uint32_t* paced_pending;      // segments of split-walked buffers not pushed yet
+  unsigned long long* bits_cursor;   // words of `bits` handed out to buffers by the walk
   unsigned long long* seg_base;      // N: the buffer's first slot
+  unsigned long long* bits_base;     // N: the buffer's first word of `bits`, or kLz4NoBits (no
+                                     // ready pass: every match takes the chained pass)
   std::uint32_t* ring_list;          // N
-  std::uint32_t* paced;              // N: a split-walked buffer's segment count (its later
-                                     // segments are pushed as earlier ones finish), else 0
+  std::uint32_t* paced;              // N: a split-walked buffer's segment count (where its
+                                     // matches take the chained pass, its later segments are
+                                     // pushed as earlier ones finish), else 0
+  std::uint32_t* bits;               // bits_words words: the ready pass's pending bits
+                                     // (codec/logic/lz4_match_bits.hpp), zeroed per batch
+  unsigned long long bits_words;
   unsigned long long* queue;         // capacity: pushed segments (queue_entry), 0 until pushed
   codec::logic::Lz4Segment* segs;    // capacity slots: where each segment starts
-  std::uint32_t* flags;              // capacity slots: 1 once the segment's matches are written
+  std::uint32_t* flags;              // capacity slots: 0 when pushed, 1 once the segment's
+                                     // literals and pending bits are in place (buffers with
+                                     // bits), 2 once all its bytes are
   unsigned long long capacity;
   // Set by the caller after carving: true takes dense blocks too (lz4_segments_take ignored;
   // CUBESTREAM_LZ4_PATH=segments, for A/B runs and for tests that keep dense blocks on this path).
@@ -45,16 +55,28 @@ struct Lz4SegmentScratch {
   // kLz4SplitRegionFloor, which the scratch's slots are sized for), or 0 for the table walk alone
   // (CUBESTREAM_LZ4_SPLIT_REGION; 0 unless set).
   std::uint32_t split_region;
+  // Set by the carving (true where it carved bits): a segment of a buffer whose bits fit `bits`
+  // copies the matches whose bytes are final already before it waits for the segment before it
+  // (the ready pass, lz4_match_bits.hpp); false: every match after the segment before (the
+  // chained pass alone). Measured slower in the fused kernel (session 27), so off unless
+  // CUBESTREAM_LZ4_MATCHES=ready.
+  bool ready_first;
 };
 
-// Scratch bytes for n buffers decoding to total_decoded bytes: the fixed part (counters and
-// per-buffer arrays) and slots for every segment the walk can mark (lz4_segment_bound with the
-// largest input a valid block of that size can have).
-std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded);
+// Lz4SegmentScratch::bits_base of a buffer without bits.
+inline constexpr unsigned long long kLz4NoBits = ~0ull;
 
-// Carves `bytes` of device scratch (256-byte aligned) for n buffers; capacity is what remains
-// after the fixed part. `ok` is false where the fixed part does not fit.
-Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t n, bool* ok);
+// Scratch bytes for n buffers decoding to total_decoded bytes: the fixed part (counters and
+// per-buffer arrays), with ready_pass the ready pass's bits (a bit per decoded byte, a word more
+// per buffer), and slots for every segment the walk can mark (lz4_segment_bound with the largest
+// input a valid block of that size can have).
+std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded, bool ready_pass);
+
+// Carves `bytes` of device scratch (256-byte aligned) for n buffers: with ready_pass the bits
+// for the largest total that lz4_segment_scratch_bytes(n, total, true) <= bytes covers (none
+// where not even total 0 fits; ready_first says whether any), then slots from the rest
+// (capacity). `ok` is false where the fixed part does not fit.
+Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t n, bool ready_pass, bool* ok);
 
 // How the walk runs. kFused: one kernel whose first thread blocks walk (a block per buffer at a
 // time, buffers taken in `order`: the table walk, after the split walk where it is on) while

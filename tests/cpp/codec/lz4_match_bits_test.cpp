@@ -140,19 +140,12 @@ TEST(Lz4MatchBits, ReadyFirstGivesTheSerialStatusOnDamagedBlocks) {
     ASSERT_EQ(ready_first(in, src.size(), cut).status, lz4_serial_status(in, src.size())) << "cut " << cut;
   }
   for (int trial = 0; trial < 1500; ++trial) {
-    Buf bad = enc;
-    const int flips = 1 + static_cast<int>(rng() % 4);
-    for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
+    Buf bad = enc;  // one to four bytes replaced; the expected size short, long or right
+    for (int f = 1 + static_cast<int>(rng() % 4); f > 0; --f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
     const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
     const Result r = ready_first(bad, size, static_cast<std::uint64_t>(trial), trial % 4 == 0 ? 4096u : 0u);
     ASSERT_EQ(r.status, lz4_serial_status(bad, size)) << "trial " << trial;
-    if (r.status == DecodeStatus::kOk) {
-      Buf ref(size);
-      ASSERT_EQ(LZ4_decompress_safe(reinterpret_cast<const char*>(bad.data()), reinterpret_cast<char*>(ref.data()),
-                                    static_cast<int>(bad.size()), static_cast<int>(size)),
-                static_cast<int>(size));
-      ASSERT_TRUE(r.bytes == ref) << "trial " << trial;
-    }
+    if (r.status == DecodeStatus::kOk) ASSERT_TRUE(r.bytes == liblz4_decode(bad, size)) << "trial " << trial;
   }
 }
 

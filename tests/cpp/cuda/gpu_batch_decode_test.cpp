@@ -349,7 +349,10 @@ Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
 // of zeros (one long match after another) and damaged buffers give the host logic's statuses and
 // bytes at odd input and output alignments; so does the ring kernel alone
 // (CUBESTREAM_LZ4_PATH=ring), and a scratch with room for only a few buffers' segments, where the
-// walk hands the others to the ring kernel in the same call.
+// walk hands the others to the ring kernel in the same call. With CUBESTREAM_LZ4_MATCHES=ready
+// segments take the ready pass first (pending bits, codec/logic/lz4_match_bits.hpp); a scratch
+// sized for half the batch then gives some buffers bits, others the chained pass alone and the
+// rest the ring kernel, all in one call.
 TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
   REQUIRE_GPU();
   std::vector<Buf> enc;
@@ -368,6 +371,9 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
   std::size_t total = 0;
   for (std::size_t n : sizes) total += n;
   const std::size_t short_scratch = cuda::batch_decode_scratch_bytes(cuda::BatchCodec::kLz4, enc.size(), 0);
+  setenv("CUBESTREAM_LZ4_MATCHES", "ready", 1);  // (the scratch's size follows the switch)
+  const std::size_t half_scratch = cuda::batch_decode_scratch_bytes(cuda::BatchCodec::kLz4, enc.size(), total / 2);
+  unsetenv("CUBESTREAM_LZ4_MATCHES");
   ASSERT_LT(short_scratch, cuda::batch_decode_scratch_bytes(cuda::BatchCodec::kLz4, enc.size(), total));
   const struct {
     const char* what;
@@ -375,28 +381,149 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     std::size_t scratch;
     const char* walk;
     const char* split_region;
+    const char* matches;
   } settings[] = {
       {"the default: segments, the walks and the workers in one kernel, dense blocks to the ring kernel", nullptr, 0,
-       nullptr, nullptr},
-      {"segments for every block, the walks and the workers in one kernel", "segments", 0, nullptr, nullptr},
-      {"segments for every block, the split walk first", "segments", 0, nullptr, "32768"},
-      {"segments for every block, the split walk's smallest regions (more rounds)", "segments", 0, nullptr, "100"},
-      {"segments with the walk kernel, the split walk first", "segments", 0, "table", "32768"},
-      {"segments with the table walk kernel", "segments", 0, "table", nullptr},
-      {"segments with the serial walk", "segments", 0, "serial", nullptr},
-      {"the ring kernel for every buffer", "ring", 0, nullptr, nullptr},
-      {"segments, short scratch (the ring kernel takes the rest)", "segments", short_scratch, nullptr, nullptr},
-      {"segments, short scratch, the serial walk", "segments", short_scratch, "serial", nullptr}};
+       nullptr, nullptr, nullptr},
+      {"segments for every block, the walks and the workers in one kernel", "segments", 0, nullptr, nullptr, nullptr},
+      {"segments for every block, the ready pass", "segments", 0, nullptr, nullptr, "ready"},
+      {"segments for every block, the split walk first", "segments", 0, nullptr, "32768", nullptr},
+      {"segments for every block, the split walk first, the ready pass", "segments", 0, nullptr, "32768", "ready"},
+      {"segments for every block, the split walk's smallest regions (more rounds)", "segments", 0, nullptr, "100",
+       nullptr},
+      {"segments with the walk kernel, the split walk first", "segments", 0, "table", "32768", nullptr},
+      {"segments with the table walk kernel", "segments", 0, "table", nullptr, nullptr},
+      {"segments with the table walk kernel, the ready pass", "segments", 0, "table", nullptr, "ready"},
+      {"segments with the serial walk", "segments", 0, "serial", nullptr, nullptr},
+      {"the ring kernel for every buffer", "ring", 0, nullptr, nullptr, nullptr},
+      {"segments, the ready pass, scratch for half the batch (bits, chained, ring)", "segments", half_scratch,
+       nullptr, nullptr, "ready"},
+      {"segments, the ready pass, scratch for half the batch, the split walk first", "segments", half_scratch,
+       nullptr, "32768", "ready"},
+      {"segments, the ready pass, short scratch", "segments", short_scratch, nullptr, nullptr, "ready"},
+      {"segments, short scratch (the ring kernel takes the rest)", "segments", short_scratch, nullptr, nullptr,
+       nullptr},
+      {"segments, short scratch, the serial walk", "segments", short_scratch, "serial", nullptr, nullptr}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
     if (setting.walk != nullptr) setenv("CUBESTREAM_LZ4_WALK", setting.walk, 1);
     if (setting.split_region != nullptr) setenv("CUBESTREAM_LZ4_SPLIT_REGION", setting.split_region, 1);
+    if (setting.matches != nullptr) setenv("CUBESTREAM_LZ4_MATCHES", setting.matches, 1);
     Batch b(enc, sizes, 3, 5);
     b.decode(cuda::BatchCodec::kLz4, setting.scratch);
     unsetenv("CUBESTREAM_LZ4_PATH");
     unsetenv("CUBESTREAM_LZ4_WALK");
     unsetenv("CUBESTREAM_LZ4_SPLIT_REGION");
+    unsetenv("CUBESTREAM_LZ4_MATCHES");
+    expect_lz4_as_host_logic(b);
+  }
+}
+
+// The carving of the segmented path's scratch (host arithmetic, no GPU needed): a scratch of
+// lz4_segment_scratch_bytes(n, total, true) bytes gets bits for at least `total` decoded bytes
+// (a bit each, a word more per buffer) and as many slots as the same size without bits; a
+// smaller one fewer bits, and without the ready pass none at all.
+TEST(GpuBatch, Lz4SegmentScratchCarvesBitsForTheTotalItWasSizedFor) {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{256}, std::size_t{1024}}) {
+    for (const std::size_t total : {std::size_t{0}, std::size_t{1000}, std::size_t{1} << 20, std::size_t{1} << 30}) {
+      const std::size_t with = cuda::detail::lz4_segment_scratch_bytes(n, total, true);
+      const std::size_t without = cuda::detail::lz4_segment_scratch_bytes(n, total, false);
+      ASSERT_GE(with, without + (total / 32 + n) * 4);
+      bool carved = false;
+      const auto s = cuda::detail::lz4_segment_scratch(reinterpret_cast<void*>(std::uintptr_t{1} << 40), with, n, true,
+                                                       &carved);
+      ASSERT_TRUE(carved);
+      EXPECT_TRUE(s.ready_first);
+      EXPECT_GE(s.bits_words, total / 32 + n) << n << " " << total;
+      const auto plain = cuda::detail::lz4_segment_scratch(reinterpret_cast<void*>(std::uintptr_t{1} << 40), without, n,
+                                                           false, &carved);
+      ASSERT_TRUE(carved);
+      EXPECT_FALSE(plain.ready_first);
+      EXPECT_EQ(plain.bits_words, 0u);
+      EXPECT_GE(s.capacity, plain.capacity) << n << " " << total;
+      // the slots start past the bits, inside the scratch
+      EXPECT_GE(reinterpret_cast<std::uintptr_t>(s.queue),
+                reinterpret_cast<std::uintptr_t>(s.bits) + s.bits_words * sizeof(std::uint32_t));
+      EXPECT_LE(reinterpret_cast<std::uintptr_t>(s.flags + s.capacity), (std::uintptr_t{1} << 40) + with);
+      if (total != 0) {
+        const auto half = cuda::detail::lz4_segment_scratch(reinterpret_cast<void*>(std::uintptr_t{1} << 40),
+                                                            cuda::detail::lz4_segment_scratch_bytes(n, total / 2, true),
+                                                            n, true, &carved);
+        EXPECT_LE(half.bits_words, s.bits_words);
+        if (total >= (std::size_t{1} << 20)) EXPECT_LT(half.bits_words, s.bits_words);  // (small ones round up alike)
+      }
+    }
+  }
+}
+
+// The segmented path run by hand (lz4_segments_enqueue on its own scratch, carved here), so that
+// a test can set the scratch's fields and read them back: an identity walk order, every buffer
+// on this path (take_dense: these tests run no ring kernel after it).
+struct HandRunLz4Segments {
+  std::size_t bytes;
+  DevMem scratch, order;
+  cuda::detail::Lz4SegmentScratch s{};
+  bool carved = false;
+  HandRunLz4Segments(std::size_t n, std::size_t total, bool ready_pass)
+      : bytes(cuda::detail::lz4_segment_scratch_bytes(n, total, ready_pass)),
+        scratch(bytes),
+        order(n * sizeof(std::uint32_t)) {
+    std::vector<std::uint32_t> identity(n);
+    for (std::size_t i = 0; i < n; ++i) identity[i] = static_cast<std::uint32_t>(i);
+    ok(cudaMemcpy(order.p, identity.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
+    s = cuda::detail::lz4_segment_scratch(scratch.p, bytes, n, ready_pass, &carved);
+    s.take_dense = true;
+  }
+  void run(const Batch& b) {
+    cuda::detail::lz4_segments_enqueue(b.b, static_cast<const std::uint32_t*>(order.p), s,
+                                       cuda::detail::Lz4WalkMode::kFused, nullptr);
+    ok(cudaDeviceSynchronize());
+  }
+};
+
+// The ready pass ran: every buffer the segments took got its pending bits
+// (Lz4SegmentScratch::bits_base), and after the call no bit is left set, i.e. every match was
+// copied and cleared its bits, in the ready pass or the chained one (a match that skipped its
+// clear would show). Climate fields, zeros (one long match after another) and short periods
+// (matches reading matches), with the table walk and the split walk.
+TEST(GpuBatch, Lz4ReadyPassClearsEveryPendingBit) {
+  REQUIRE_GPU();
+  std::vector<Buf> enc;
+  std::vector<std::size_t> sizes;
+  std::mt19937 rng(91);
+  for (int i = 0; i < 40; ++i) {
+    const std::size_t n = 50000 + rng() % 2000000;
+    const Buf data = i % 5 == 4 ? lz4_periodic_bytes(n, 1 + rng() % 40, rng) : i % 5 == 3 ? Buf(n, 0) : climate_bytes(n);
+    enc.push_back(numcodecs_lz4(data, (i % 3) * 4));
+    sizes.push_back(data.size());
+  }
+  const std::size_t n = enc.size();
+  std::size_t total = 0;
+  for (std::size_t x : sizes) total += x;
+  for (const std::uint32_t region : {0u, logic::kLz4SplitRegionDefault}) {
+    SCOPED_TRACE(region == 0 ? "the table walk" : "the split walk");
+    Batch b(enc, sizes, 1, 2);
+    HandRunLz4Segments run(n, total, true);
+    cuda::detail::Lz4SegmentScratch& s = run.s;
+    ASSERT_TRUE(run.carved);
+    ASSERT_TRUE(s.ready_first);
+    ASSERT_GE(s.bits_words, total / 32 + n);
+    s.split_region = region;
+    // set, so that a bit the pass never clears stays set whoever zeroes it (the enqueue must)
+    ok(cudaMemset(s.bits, 0xFF, s.bits_words * sizeof(std::uint32_t)));
+    run.run(b);
+    std::uint32_t ring = 0;
+    ok(cudaMemcpy(&ring, s.ring_count, sizeof ring, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(ring, 0u);
+    std::vector<unsigned long long> base(n);
+    ok(cudaMemcpy(base.data(), s.bits_base, n * sizeof base[0], cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < n; ++i) EXPECT_NE(base[i], cuda::detail::kLz4NoBits) << "buffer " << i;
+    std::vector<std::uint32_t> bits(s.bits_words);
+    ok(cudaMemcpy(bits.data(), s.bits, bits.size() * sizeof bits[0], cudaMemcpyDeviceToHost));
+    std::size_t set = 0;
+    for (std::uint32_t w : bits) set += w != 0;
+    EXPECT_EQ(set, 0u);
     expect_lz4_as_host_logic(b);
   }
 }
@@ -429,21 +556,14 @@ TEST(GpuBatch, Lz4SplitWalkTakesWhatTheHostLogicTakes) {
   std::size_t total = 0;
   for (std::size_t x : sizes) total += x;
   Batch b(enc, sizes, 3, 5);
-  const std::size_t bytes = cuda::detail::lz4_segment_scratch_bytes(n, total);
-  DevMem scratch(bytes), order(n * sizeof(std::uint32_t));
-  std::vector<std::uint32_t> identity(n);
-  for (std::size_t i = 0; i < n; ++i) identity[i] = static_cast<std::uint32_t>(i);
-  ok(cudaMemcpy(order.p, identity.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
-  bool carved = false;
-  cuda::detail::Lz4SegmentScratch s = cuda::detail::lz4_segment_scratch(scratch.p, bytes, n, &carved);
-  ASSERT_TRUE(carved);
-  s.take_dense = true;  // every buffer on this path: this test runs no ring kernel after it
+  HandRunLz4Segments run(n, total, false);
+  cuda::detail::Lz4SegmentScratch& s = run.s;
+  ASSERT_TRUE(run.carved);
+  ASSERT_FALSE(s.ready_first);
   const std::uint32_t region = logic::kLz4SplitRegionFloor;
   s.split_region = region;
   ok(cudaMemset(s.paced, 0xFF, n * sizeof(std::uint32_t)));
-  cuda::detail::lz4_segments_enqueue(b.b, static_cast<const std::uint32_t*>(order.p), s,
-                                     cuda::detail::Lz4WalkMode::kFused, nullptr);
-  ok(cudaDeviceSynchronize());
+  run.run(b);
   std::uint32_t ring = 0;
   ok(cudaMemcpy(&ring, s.ring_count, sizeof ring, cudaMemcpyDeviceToHost));
   ASSERT_EQ(ring, 0u);
