@@ -18,14 +18,15 @@ namespace cubestream::codec::logic {
 
 // The match pass with pending bits (lz4_match_bits.hpp) over a walked block's segments, on the
 // host: each segment is a worker stepped through the device's stages (parse, literals and bits,
-// published; the window's published flags; the ready pass; the segment before done; its other
-// matches in groups, one group a step; done), the workers in a new seeded random order every
-// sweep, and a stage that must wait does not step. The bytes copied in one step are all read
+// published; the window's published flags; the ready pass's check, and in a later step its
+// copies; the segment before done; its other matches in groups, one group a step; done), the
+// workers offered steps at random in a new seeded order every sweep, and a stage that must wait
+// does not step. The bytes copied in one step are all read
 // before any is written, as the device's lanes may do. So a ready rule that let a match read a
 // byte before it is final shows as wrong output; a chained match that finds a pending bit in
-// what it reads (the invariant of the chain: all its bytes are final) and a sweep without
-// progress (a wait that cannot end) are answered kCorrupt, which the tests see (they compare
-// statuses with the serial decoder's). *stats (when given) receives the counts.
+// what it reads (the invariant of the chain: all its bytes are final), a sweep without progress
+// (a wait that cannot end) and a bit still set at the end are answered kCorrupt, which the tests
+// see (they compare statuses with the serial decoder's). *stats (when given) receives the counts.
 struct Lz4ReadyFirstStats {
   std::uint64_t matches = 0;  // matches of the block
   std::uint64_t ready = 0;    // copied by the ready passes
@@ -57,10 +58,11 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
       for (std::uint32_t i = 0; i < list[j]->len; ++i) out[list[j]->dst + i] = bytes[at++];
     for (std::size_t j = 0; j < n; ++j) mark(*list[j], false);
   };
-  enum Stage { kParse, kWindow, kReady, kChain, kDone };
+  enum Stage { kParse, kWindow, kCheck, kCopy, kChain, kDone };
   struct Worker {
     Stage stage = kParse;
     std::vector<Lz4MatchRecord> recs;
+    std::vector<std::uint8_t> ready;  // per record, from the check step
     std::uint32_t at = 0;
   };
   std::vector<Worker> w(count);
@@ -77,11 +79,17 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
   std::uint32_t left = count;
   Lz4ReadyFirstStats counts;
   std::vector<const Lz4MatchRecord*> list;
+  // A sweep offers each worker a step with probability 1/3, so that stages of different
+  // segments interleave every way (a segment may reach its window wait, its check or its copy
+  // before earlier ones have parsed); a sweep without progress is repeated offering every
+  // worker, and only then is it a wait that cannot end.
+  bool every = false;
   while (left != 0) {
     ++counts.sweeps;
     for (std::uint32_t i = count; i > 1; --i) std::swap(order[i - 1], order[rand() % i]);
     bool progress = false;
     for (const std::uint32_t k : order) {
+      if (!every && rand() % 3 != 0) continue;
       Worker& wk = w[k];
       switch (wk.stage) {
         case kParse: {
@@ -108,24 +116,34 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
           bool all = true;
           for (std::uint32_t j = k; j-- > 0 && segs[j + 1].out > lo && all;) all = flag[j] != 0;
           if (!all) break;
-          wk.stage = kReady;
+          wk.stage = kCheck;
           progress = true;
-          [[fallthrough]];
+          break;
         }
-        case kReady: {
-          // every short match's read range checked first, then every ready one copied
+        case kCheck: {
+          // every short match's read range checked (the device's lanes load the bits first)
+          wk.ready.assign(wk.recs.size(), 0);
+          for (std::size_t j = 0; j < wk.recs.size(); ++j)
+            wk.ready[j] = wk.recs[j].len <= kLz4LaneMatchMax && final_reads(wk.recs[j]);
+          wk.stage = kCopy;
+          progress = true;
+          break;
+        }
+        case kCopy: {
+          // a later step: other segments' copies and chains may have run in between
           std::vector<Lz4MatchRecord> kept;
           list.clear();
-          for (const Lz4MatchRecord& m : wk.recs) {
-            if (m.len <= kLz4LaneMatchMax && final_reads(m))
-              list.push_back(&m);
+          for (std::size_t j = 0; j < wk.recs.size(); ++j) {
+            if (wk.ready[j] != 0)
+              list.push_back(&wk.recs[j]);
             else
-              kept.push_back(m);
+              kept.push_back(wk.recs[j]);
           }
           copy(list.data(), list.size());
           counts.ready += list.size();
           wk.recs = std::move(kept);
           wk.stage = kChain;
+          progress = true;
           break;
         }
         case kChain: {
@@ -154,8 +172,12 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
         case kDone: break;
       }
     }
-    if (!progress) return DecodeStatus::kCorrupt;
+    if (!progress && every) return DecodeStatus::kCorrupt;
+    every = !progress;
   }
+  // every match copied has cleared its bits
+  for (const std::uint32_t word : bits)
+    if (word != 0) return DecodeStatus::kCorrupt;
   if (stats != nullptr) *stats = counts;
   return DecodeStatus::kOk;
 }

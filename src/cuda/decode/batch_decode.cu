@@ -220,7 +220,9 @@ bool env_equals(const char* name, const char* value) {
 // on the era5-like batch, 4.9 against 4.6 on the mixed one and 36 against 29 on the synth
 // fields, though the segment kernel alone gained 5 % (docs/gpu_decoders.md, "The ready pass").
 // CUBESTREAM_LZ4_MATCHES=ready turns it on; the scratch then holds a bit per decoded byte
-// (batch_decode_scratch_bytes reads the same switch).
+// (batch_decode_scratch_bytes reads the same switch). A scratch sized without the switch and
+// decoded with it gives most of its slot space to bits (the carving cannot know the batch's
+// total), so that most buffers go to the ring kernel: correct, but slow.
 bool lz4_ready_pass_from_env() { return env_equals("CUBESTREAM_LZ4_MATCHES", "ready"); }
 
 // The split walk for numcodecs lz4 (codec/logic/lz4_split_walk.hpp), off by default: on the

@@ -892,7 +892,7 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   s.bits_base = reinterpret_cast<unsigned long long*>(p + l.bits_base);
   s.ring_list = reinterpret_cast<std::uint32_t*>(p + l.ring_list);
   s.paced = reinterpret_cast<std::uint32_t*>(p + l.paced);
-  s.bits = reinterpret_cast<std::uint32_t*>(p + l.slots);
+  s.bits = bits_bytes != 0 ? reinterpret_cast<std::uint32_t*>(p + l.slots) : nullptr;
   const std::size_t slots = l.slots + bits_bytes;
   s.capacity = (bytes - slots) / kSlotBytes;
   s.queue = reinterpret_cast<unsigned long long*>(p + slots);
