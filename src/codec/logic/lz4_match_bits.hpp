@@ -6,8 +6,9 @@
 // one chain per block of ~300 segments x ~10 groups of matches on a 4 MiB era5-like block
 // (docs/gpu_decoders.md, sessions 14-16 and 26). Yet most matches read only bytes that are final
 // long before: literals, or matches of segments the chain has passed. On the GPU benchmark's
-// era5-like chunks two thirds of the groups leave the chain this way (1 154 of 3 256 remain in a
-// 4 MiB chunk; the synth fields keep 53-84 %: bench/micro/lz4_ready_pass.cpp).
+// era5-like chunks about two thirds of the groups leave the chain this way (1 150-1 220 of 3 256
+// remain in a 4 MiB chunk, by the host run's schedule; the synth fields keep 53-86 %:
+// bench/micro/lz4_ready_pass.cpp).
 //
 // So each block's output gets one bit per byte, set while the byte is the output of a match not
 // yet copied:
