@@ -32,6 +32,9 @@
 // Each the median of CS_BENCH_REPEAT runs (default 7). GB/s are decoded bytes (1e9) per second.
 // CS_BENCH_CASE=text runs only the cases whose "batch / codec" contains text (for a profiler);
 // CS_BENCH_CODEC=name[,name...] only the cases of those codecs (e.g. lz4: the numcodecs lz4 rows).
+// CS_BENCH_ERA5_COUNTS=n[,n...] adds era5_4MiB batches of n chunks each (e.g. 1,16: whether a
+// kernel's time is one buffer's chain of steps, the same alone, or the batch's share of the GPU,
+// which shrinks with the batch).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -294,6 +297,16 @@ int main() {
       batches.push_back({"mixed_64KiB-1MiB x1024", s});
     }
     batches.push_back({"synth_721x1440 x256", std::vector<std::size_t>(256, std::size_t{721} * 1440 * 4), true});
+    if (const char* counts = std::getenv("CS_BENCH_ERA5_COUNTS")) {
+      for (const char* p = counts; *p != '\0';) {
+        char* end = nullptr;
+        const long n = std::strtol(p, &end, 10);
+        if (end == p) break;
+        if (n > 0 && n <= 4096)
+          batches.push_back({"era5_4MiB x" + std::to_string(n), std::vector<std::size_t>(static_cast<std::size_t>(n), std::size_t{4} << 20)});
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
     // six surface variables, as the loader benchmarks' stores hold (their fields compress
     // differently: 1.5x for winds, 2.2x for pressure)
     cubestream::synth::ModelSpec spec;
