@@ -16,6 +16,26 @@
 
 namespace cubestream::codec::logic {
 
+// Segment k of a walked block on the host: its literals written to `out`, its matches appended
+// to *recs in output order (the device keeps them in shared memory). kCorrupt where the parse
+// fails or the segment holds more matches than a warp keeps (kLz4SegmentSeqs).
+inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint32_t n_in, std::uint8_t* out,
+                                              std::uint32_t n_out, const Lz4Segment* segs, std::uint32_t count,
+                                              std::uint32_t k, std::vector<std::uint8_t>& window,
+                                              std::vector<Lz4MatchRecord>* recs) {
+  const std::uint32_t end = k + 1 < count ? segs[k + 1].in : n_in;
+  Lz4StagedReader<Lz4MemcpyFill> rd{in, n_in, window.data(), window.size(), {}};
+  const DecodeStatus st = lz4_segment_parse(rd, n_in, n_out, segs[k].in, end, segs[k].out,
+                                            [&](const Lz4Sequence& s, std::uint32_t op) {
+                                              for (std::size_t i = 0; i < s.lit_len; ++i) out[op + i] = in[s.lit_src + i];
+                                              if (s.match_len != 0)
+                                                recs->push_back({op + static_cast<std::uint32_t>(s.lit_len),
+                                                                 static_cast<std::uint32_t>(s.match_offset),
+                                                                 static_cast<std::uint32_t>(s.match_len)});
+                                            });
+  return st != DecodeStatus::kOk || recs->size() > kLz4SegmentSeqs ? DecodeStatus::kCorrupt : DecodeStatus::kOk;
+}
+
 // The match pass with pending bits (lz4_match_bits.hpp) over a walked block's segments, on the
 // host: each segment is a worker stepped through the device's stages (parse, literals and bits,
 // published; the window's published flags; the ready pass's check, and in a later step its
@@ -93,17 +113,8 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
       Worker& wk = w[k];
       switch (wk.stage) {
         case kParse: {
-          const std::uint32_t end = k + 1 < count ? segs[k + 1].in : n_in;
-          Lz4StagedReader<Lz4MemcpyFill> rd{in, n_in, window.data(), window.size(), {}};
-          const DecodeStatus st = lz4_segment_parse(rd, n_in, n_out, segs[k].in, end, segs[k].out,
-                                                    [&](const Lz4Sequence& s, std::uint32_t op) {
-                                                      for (std::size_t i = 0; i < s.lit_len; ++i) out[op + i] = in[s.lit_src + i];
-                                                      if (s.match_len != 0)
-                                                        wk.recs.push_back({op + static_cast<std::uint32_t>(s.lit_len),
-                                                                           static_cast<std::uint32_t>(s.match_offset),
-                                                                           static_cast<std::uint32_t>(s.match_len)});
-                                                    });
-          if (st != DecodeStatus::kOk || wk.recs.size() > kLz4SegmentSeqs) return DecodeStatus::kCorrupt;
+          if (lz4_segment_literals_host(in, n_in, out, n_out, segs, count, k, window, &wk.recs) != DecodeStatus::kOk)
+            return DecodeStatus::kCorrupt;
           for (const Lz4MatchRecord& m : wk.recs) mark(m, true);
           counts.matches += wk.recs.size();
           flag[k] = 1;
@@ -239,19 +250,9 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
   }
   std::vector<std::vector<Lz4MatchRecord>> recs(count);
   std::vector<std::uint8_t> window(2048);
-  for (std::uint32_t k = count; k-- > 0;) {
-    const std::uint32_t end = k + 1 < count ? segs[k + 1].in : n_in;
-    Lz4StagedReader<Lz4MemcpyFill> rd{in, in_size, window.data(), window.size(), {}};
-    const DecodeStatus st = lz4_segment_parse(rd, n_in, n_out, segs[k].in, end, segs[k].out,
-                                              [&](const Lz4Sequence& s, std::uint32_t op) {
-                                                for (std::size_t i = 0; i < s.lit_len; ++i) out[op + i] = in[s.lit_src + i];
-                                                if (s.match_len != 0)
-                                                  recs[k].push_back({op + static_cast<std::uint32_t>(s.lit_len),
-                                                                     static_cast<std::uint32_t>(s.match_offset),
-                                                                     static_cast<std::uint32_t>(s.match_len)});
-                                              });
-    if (st != DecodeStatus::kOk || recs[k].size() > kLz4SegmentSeqs) return DecodeStatus::kCorrupt;
-  }
+  for (std::uint32_t k = count; k-- > 0;)
+    if (lz4_segment_literals_host(in, n_in, out, n_out, segs.data(), count, k, window, &recs[k]) != DecodeStatus::kOk)
+      return DecodeStatus::kCorrupt;
   std::vector<std::uint8_t> bytes;
   std::uint64_t n_groups = 0;
   for (std::uint32_t k = 0; k < count; ++k) {

@@ -908,7 +908,7 @@ void lz4_segments_enqueue(const DeviceBatch& b, const std::uint32_t* order, cons
   // a worker waits for its entry to turn nonzero
   if (s.capacity != 0) CS_CUDA_CHECK(cudaMemsetAsync(s.queue, 0, s.capacity * sizeof *s.queue, stream));
   // no byte pending before the walks (a segment sets its matches' bits)
-  if (s.ready_first && s.bits_words != 0)
+  if (s.ready_first)
     CS_CUDA_CHECK(cudaMemsetAsync(s.bits, 0, s.bits_words * sizeof *s.bits, stream));
   const auto persistent = [](const void* kernel, unsigned threads) {
     int per_sm = 0;
