@@ -131,12 +131,16 @@ struct LoaderConfig {
   // GPU decode path (decode kAuto): the fraction of the units the GPU could decode that the
   // fetch threads decode instead (they then travel decoded; assembly stays on the GPU), so
   // that idle host cores take work off a GPU that also trains. In [0, 1]: that share; below
-  // 0 (the default): adaptive, from 0, moved per batch so that the host's fetch work fills
-  // about 55-80% of the producer's cycle, and only down while the consumer waits for batches
-  // more than half of it (see pipeline/host_decode_share.hpp). While the adaptive share stands
-  // at 1 the host decodes everything, and batches are then built whole on the host (assembled
-  // there and copied finished, as with kCpu), which leaves the training GPU only one copy a
-  // batch; CUBESTREAM_HOST_BATCHES=off keeps them on the GPU stage.
+  // 0 (the default): adaptive, moved per batch so that the host's fetch work fills about
+  // 55-80% of the producer's pace (its cycle, or the consumer's step where that is longer),
+  // and only down while the consumer waits for batches more than half of it (see
+  // pipeline/host_decode_share.hpp). While the adaptive share stands at 1 the host decodes
+  // everything, and batches are then built whole on the host (assembled there and copied
+  // finished, as with kCpu), which leaves the training GPU only one copy a batch. The
+  // adaptive share starts with a trial of a few such batches, kept while the host builds
+  // them within 95% of the pace, else it starts from 0; it tries them again after resting
+  // below them for 100 batches. CUBESTREAM_HOST_BATCHES=off keeps batches on the GPU stage
+  // (no trials; the share starts from 0).
   // CUBESTREAM_HOST_DECODE_SHARE=auto|x overrides it. decode kGpu allows only 0 (or below).
   double host_decode_share = -1;
   // GPU decode path: pace the GPU stage to the consumer's steps. Off (the default): a batch's

@@ -35,7 +35,9 @@ host cores that would idle take decode work off a GPU that is also training, and
 GPU everything while the consumer itself waits for batches; a number in [0, 1] fixes it;
 those chunks cross PCIe decoded). While the adaptive share stands at 1 (the host keeps up
 with all of the decoding) batches are built whole on the host, as with ``decode="cpu"``, and
-reach the GPU in one copy; ``stats()`` reports the share in use and ``batches_built_on_host``.
+reach the GPU in one copy; the adaptive share starts by trying a few such batches and keeps
+them while the host builds them within the consumer's pace, and tries them again every 100
+batches it rests below them. ``stats()`` reports the share in use and ``batches_built_on_host``.
 
 ``gpu_pacing="step"`` (GPU decode path) holds a batch fetched ahead until the consumer takes
 its next batch before its copies and decoders are enqueued, so the loader's GPU work starts

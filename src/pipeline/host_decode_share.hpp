@@ -26,6 +26,26 @@
 // loader counts only waits that begin once the GPU has finished what the consumer queued
 // before its latest release: a training loop running ahead of its GPU also waits for
 // batches, but there the GPU is busy and the share should rise.
+//
+// The cycle understates the pace the producer has to keep while it fills its prefetch queue:
+// it then starts each batch as soon as the last one is fetched, so C is W, whatever the
+// consumer needs. The consumer's own step D (its time between taking a batch and asking for
+// the next, waits excluded) is that pace, so the ratio is W / max(C, D), D capped at 2 C so
+// that one long pause of the consumer (an evaluation at an epoch's end) moves the share by one
+// step at most. In a full queue C is D anyway.
+//
+// Whole batches on the host (see whole_batches_on_host) cost the host far less per unit than
+// host-decoded units copied up for the GPU to assemble (no decoded unit is written to memory,
+// read back and copied, see Array::decode_unit_blocks). So W / C at a share below 1 says
+// little about whole batches: on four H200s of one 64-core host, ranks of 16 threads each
+// rested at a share of 0.6, with the host busy inside the band, where whole batches (the CPU
+// path's work) kept all four fed at 0.98 of four times one GPU against 0.91 (docs/
+// benchmarks.md, session 28). The climb from the band never reaches them. So an adaptive share
+// that may build whole batches tries them: it starts with a trial of them, and tries them
+// again after resting below them for kProbeAfter batches (a slow start, a cold page cache,
+// may have failed the first trial). A trial lasts kTrialBatches batches after the one it
+// starts at; it ends with whole batches kept, or with the share back where it was, when W
+// is then above kWholeHigh of the pace or the consumer starves.
 #pragma once
 
 #include <cstddef>
@@ -49,19 +69,30 @@ class HostDecodeShare {
   static constexpr double kWholeHigh = 0.95;
   // Fraction of the cycle the consumer waits for batches above which it is starving.
   static constexpr double kStarving = 0.5;
+  // Trials of whole batches (above): the batches judged after the one a trial starts at (whose
+  // cycle mixes the two ways of building, and at the start is cold), and the batches resting
+  // below whole batches before the next trial.
+  static constexpr int kTrialBatches = 3;
+  static constexpr int kProbeAfter = 100;
 
   // fixed in [0, 1]: that share always. fixed < 0: adaptive, starting at 0 (everything on the
-  // GPU until the clocks say the host has room). whole_batches: the loader builds batches
-  // whole on the host while an adaptive share stands at 1.
+  // GPU until the clocks say the host has room), or with whole_batches (the loader builds
+  // batches whole on the host while an adaptive share stands at 1) in a trial of whole
+  // batches that falls back to 0.
   explicit HostDecodeShare(double fixed, bool whole_batches = false);
 
   bool adaptive() const { return adaptive_; }
   double share() const { return adaptive_ ? static_cast<double>(steps_) * kStep : fixed_; }
+  // Whether a trial of whole batches is under way.
+  bool in_trial() const { return trial_from_ >= 0; }
 
   // One batch's fetch took fetch_ns; cycle_ns is the time from its fetch start to the next
   // batch's fetch start (0 or less: unknown, e.g. after an epoch restart; ignored);
-  // consumer_wait_ns is how long the consumer waited for batches within that cycle.
-  void observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std::int64_t consumer_wait_ns = 0);
+  // consumer_wait_ns is how long the consumer waited for batches within that cycle, and
+  // consumer_step_ns its mean time between taking a batch and asking for the next over the
+  // batches it took within the cycle (0: none taken, or unknown).
+  void observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std::int64_t consumer_wait_ns = 0,
+               std::int64_t consumer_step_ns = 0);
 
   // Whether the next batch is built whole on the host (decoded, assembled and copied as the
   // finished batch, the CPU path) instead of going through the GPU stage with every unit
@@ -70,8 +101,8 @@ class HostDecodeShare {
   // assembles host-decoded units), so it can still be chosen and tested on its own.
   bool whole_batches_on_host() const { return adaptive_ && whole_batches_ && steps_ == kSteps; }
   // The loader cannot build whole batches after all (no memory for their buffers): the share
-  // moves by the plain band from now on.
-  void disable_whole_batches() { whole_batches_ = false; }
+  // moves by the plain band from now on, from where it was before a trial under way.
+  void disable_whole_batches();
 
   // Whether unit j of the n GPU-decodable units of a batch is decoded on the host at this
   // share: round(share * n) of them, spread evenly over the batch so that the pool's threads
@@ -93,8 +124,13 @@ class HostDecodeShare {
   static_assert(kSteps * kStep > 0.999 && kSteps * kStep < 1.001, "kSteps steps of kStep make 1");
   int steps_ = 0;
   double fixed_ = 0;
-  double w_ = 0, c_ = 0, q_ = 0;   // smoothed fetch, cycle and consumer wait times (ns)
-  int seen_ = 0;
+  double w_ = 0, c_ = 0, q_ = 0;   // smoothed fetch, pace (cycle or consumer step) and consumer wait (ns)
+  int seen_ = 0;       // observations in the smoothing
+  int skip_ = 0;       // observations still to ignore (the batch a trial starts at)
+  int trial_from_ = -1;   // in a trial of whole batches: the steps it falls back to; else -1
+  int resting_ = 0;    // batches observed below whole batches since the last trial
+
+  void start_trial();
 };
 
 }  // namespace cubestream::pipeline

@@ -174,6 +174,8 @@ struct Loader::Impl {
   std::optional<pipeline::HostDecodeShare> host_share;
   std::atomic<double> host_share_now{0.0};
   std::int64_t last_fetch_start = 0, last_fetch_ns = 0, last_wait_total = 0;
+  std::int64_t last_step_total = 0;
+  std::uint64_t last_steps = 0;
   // Whole batches on the host (GPU path, see produce()): whether their two pinned batch
   // buffers are charged and pinned yet (at the first such batch; where the memory limit has
   // no room for them, the share stops offering whole batches), and how long build() last
@@ -197,6 +199,10 @@ struct Loader::Impl {
   std::deque<Entry> ready;
   int slots_used = 0;        // batches being filled or ready, at most cfg.prefetch
   std::uint64_t consumer_ticks = 0;   // batches next() has handed out
+  // The consumer's steps: from next() handing out a batch to its next call (0 after an
+  // epoch's end or an error), summed with their count; the host decode share's pace.
+  std::int64_t consumer_last_out = 0, consumer_step_ns = 0;
+  std::uint64_t consumer_steps = 0;
   bool stopping = false;
   std::exception_ptr failed;
   // Consumer cursor: the next batch next() hands out.
@@ -833,11 +839,26 @@ void Loader::Impl::finish_batch(Batch& b, std::int64_t tb0) {
 
 // The GPU path's host decode share for the next batch, after observing the last one: its host
 // time (last_fetch_ns: the fetch, or the whole build of a batch built on the host), the cycle
-// from its start to `cycle_start`, and the consumer's starving wait meanwhile (see next()).
+// from its start to `cycle_start`, the consumer's starving wait meanwhile and its mean step
+// over the batches it took meanwhile (see next()).
 double Loader::Impl::observe_share(std::int64_t cycle_start) {
   const std::int64_t waited = ns_wait_starving.load();
-  if (last_fetch_start) host_share->observe(last_fetch_ns, cycle_start - last_fetch_start, waited - last_wait_total);
+  std::int64_t step_total = 0;
+  std::uint64_t steps = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    step_total = consumer_step_ns;
+    steps = consumer_steps;
+  }
+  const std::int64_t step = steps > last_steps
+                                ? (step_total - last_step_total) / static_cast<std::int64_t>(steps - last_steps)
+                                : 0;
+  if (last_fetch_start) {
+    host_share->observe(last_fetch_ns, cycle_start - last_fetch_start, waited - last_wait_total, step);
+  }
   last_wait_total = waited;
+  last_step_total = step_total;
+  last_steps = steps;
   last_fetch_start = cycle_start;
   const double share = host_share->share();
   host_share_now = share;
@@ -1011,9 +1032,14 @@ std::optional<Batch> Loader::next() {
   {
     std::unique_lock<std::mutex> lock(m.mu);
     if (m.failed) std::rethrow_exception(m.failed);
+    if (m.consumer_last_out) {
+      m.consumer_step_ns += t0 - m.consumer_last_out;
+      ++m.consumer_steps;
+    }
     m.cv.wait(lock, [&] { return !m.ready.empty(); });
     e = std::move(m.ready.front());
     m.ready.pop_front();
+    m.consumer_last_out = e.kind == Impl::Entry::kBatch ? pipeline::now_ns() : 0;
     if (e.kind == Impl::Entry::kBatch) {
       --m.slots_used;
       ++m.consumer_ticks;

@@ -125,17 +125,27 @@ TEST(HostDecodeShare, AdaptiveSettlesInTheBandOnAModelOfTheTwoResources) {
   EXPECT_LE(host_ms / cycle_ms, HostDecodeShare::kHigh + 0.1);
 }
 
+// Observations that end a trial of whole batches: the batch it starts at is ignored, then
+// kTrialBatches are judged.
+constexpr int kTrial = HostDecodeShare::kTrialBatches + 1;
+
 TEST(HostDecodeShare, WholeBatchesGoToTheHostOnlyAtAnAdaptiveShareOfOne) {
   // A fixed share of 1 keeps the GPU stage (the GPU assembles); so does an adaptive one
   // without whole batches.
   HostDecodeShare fixed(1.0, true);
   EXPECT_FALSE(fixed.whole_batches_on_host());
+  EXPECT_FALSE(fixed.in_trial());
   HostDecodeShare without(-1, false);
+  EXPECT_FALSE(without.in_trial());
   for (int i = 0; i < 40; ++i) without.observe(10'000'000, 80'000'000);
   EXPECT_DOUBLE_EQ(without.share(), 1.0);
   EXPECT_FALSE(without.whole_batches_on_host());
-  // With them: whole batches once the share has climbed to 1, not before.
+  // With them, after a failed first trial: whole batches once the share has climbed back to
+  // 1, not before.
   HostDecodeShare s(-1, true);
+  for (int i = 0; i < kTrial; ++i) s.observe(100'000'000, 100'000'000);
+  ASSERT_FALSE(s.in_trial());
+  ASSERT_DOUBLE_EQ(s.share(), 0.0);
   int whole = 0;
   for (int i = 0; i < 40; ++i) {
     whole += s.whole_batches_on_host();
@@ -144,6 +154,135 @@ TEST(HostDecodeShare, WholeBatchesGoToTheHostOnlyAtAnAdaptiveShareOfOne) {
   EXPECT_TRUE(s.whole_batches_on_host());
   EXPECT_GT(whole, 10);
   EXPECT_LT(whole, 40);
+}
+
+TEST(HostDecodeShare, AnAdaptiveShareStartsWithATrialOfWholeBatches) {
+  // The host builds a batch in 62 ms, the consumer's step is 80 ms. While the prefetch queue
+  // fills, the producer's cycle is its own build (62 ms); the consumer's step says the host
+  // keeps up: whole batches pass their trial and stay, also once the queue is full.
+  HostDecodeShare s(-1, true);
+  EXPECT_TRUE(s.in_trial());
+  EXPECT_TRUE(s.whole_batches_on_host());
+  for (int i = 0; i < kTrial; ++i) {
+    EXPECT_TRUE(s.whole_batches_on_host()) << i;
+    s.observe(62'000'000, 62'000'000, 0, 80'000'000);
+  }
+  EXPECT_FALSE(s.in_trial());
+  for (int i = 0; i < 20; ++i) s.observe(62'000'000, 62'000'000, 0, 80'000'000);
+  for (int i = 0; i < 50; ++i) s.observe(62'000'000, 80'000'000, 0, 80'000'000);
+  EXPECT_TRUE(s.whole_batches_on_host());
+  // Without the consumer's step the filling queue looks like a host that sets the pace
+  // (W / C = 1): the trial fails, back to 0.
+  HostDecodeShare blind(-1, true);
+  for (int i = 0; i < kTrial; ++i) blind.observe(62'000'000, 62'000'000);
+  EXPECT_FALSE(blind.in_trial());
+  EXPECT_DOUBLE_EQ(blind.share(), 0.0);
+  // A host slower than the consumer: the verdict comes at the trial's last batch, not before.
+  HostDecodeShare slow(-1, true);
+  for (int i = 0; i + 1 < kTrial; ++i) slow.observe(100'000'000, 100'000'000, 0, 80'000'000);
+  EXPECT_TRUE(slow.whole_batches_on_host());
+  slow.observe(100'000'000, 100'000'000, 0, 80'000'000);
+  EXPECT_FALSE(slow.whole_batches_on_host());
+  EXPECT_DOUBLE_EQ(slow.share(), 0.0);
+  // A starving consumer (a loader-only loop) fails it too, however idle the host.
+  HostDecodeShare starving(-1, true);
+  for (int i = 0; i < kTrial; ++i) starving.observe(10'000'000, 40'000'000, 30'000'000, 1'000'000);
+  EXPECT_FALSE(starving.whole_batches_on_host());
+  EXPECT_DOUBLE_EQ(starving.share(), 0.0);
+  // No memory for whole batches: the trial ends at once, at 0.
+  HostDecodeShare refused(-1, true);
+  refused.disable_whole_batches();
+  EXPECT_FALSE(refused.in_trial());
+  EXPECT_FALSE(refused.whole_batches_on_host());
+  EXPECT_DOUBLE_EQ(refused.share(), 0.0);
+}
+
+// A model of one rank of four on a shared host: 192 units a batch; in the GPU stage the host
+// fetches every unit (0.3 ms) and decodes its share (5 ms each, written out and copied up) on
+// 16 threads, the GPU decodes the rest (0.07 ms each) beside a 78 ms step; a whole batch costs
+// the host 2.3 ms a unit (decode and assembly block by block), three times that while `cold`.
+struct RankModel {
+  double whole_unit_ms = 2.3;
+  bool cold = false;
+  double host_ms(const HostDecodeShare& s) const {
+    if (s.whole_batches_on_host()) return 192 * whole_unit_ms * (cold ? 3 : 1) / 16;
+    return 192 * (0.3 + s.share() * 5.0) / 16;
+  }
+  void step(HostDecodeShare& s) const {
+    const double host = host_ms(s);
+    const double gpu = s.whole_batches_on_host() ? 78 : 78 + 192 * (1 - s.share()) * 0.07;
+    const double cycle = std::max(host, gpu);
+    s.observe(static_cast<std::int64_t>(host * 1e6), static_cast<std::int64_t>(cycle * 1e6), 0, 78'000'000);
+  }
+};
+
+TEST(HostDecodeShare, ATrialFindsWholeBatchesAgainAfterTheShareRested) {
+  // A cold start fails the first trial; the share climbs into the band of the GPU stage and
+  // rests there (the host busy, so the climb never reaches whole batches); the next trial,
+  // warm, finds whole batches and keeps them.
+  HostDecodeShare s(-1, true);
+  RankModel m;
+  m.cold = true;
+  for (int i = 0; i < kTrial; ++i) m.step(s);
+  ASSERT_FALSE(s.whole_batches_on_host());
+  m.cold = false;
+  for (int i = 0; i < 40; ++i) m.step(s);
+  const double resting = s.share();
+  EXPECT_GT(resting, 0.5);
+  EXPECT_LT(resting, 0.9);
+  int whole = 0;
+  for (int i = 0; i < HostDecodeShare::kProbeAfter + 20; ++i) {
+    m.step(s);
+    whole += s.whole_batches_on_host();
+  }
+  EXPECT_TRUE(s.whole_batches_on_host());
+  EXPECT_FALSE(s.in_trial());
+  EXPECT_GT(whole, 10);
+  for (int i = 0; i < 200; ++i) m.step(s);
+  EXPECT_TRUE(s.whole_batches_on_host());
+}
+
+TEST(HostDecodeShare, AFailedTrialGoesBackToTheRestingShare) {
+  // Whole batches never keep up here (6.6 ms a unit: 79 ms a batch against a 78 ms step):
+  // every trial fails and returns the share it found, and trials take at most their own
+  // batches of every kProbeAfter + kTrial.
+  HostDecodeShare s(-1, true);
+  RankModel m;
+  m.whole_unit_ms = 6.6;
+  for (int i = 0; i < 60; ++i) m.step(s);
+  ASSERT_FALSE(s.in_trial());
+  const double resting = s.share();
+  ASSERT_GT(resting, 0.5);
+  ASSERT_LT(resting, 0.9);
+  int trials = 0, whole = 0, n = 0;
+  for (; n < 4 * (HostDecodeShare::kProbeAfter + kTrial); ++n) {
+    const bool was = s.in_trial();
+    m.step(s);
+    whole += s.whole_batches_on_host();
+    if (was && !s.in_trial()) {
+      ++trials;
+      EXPECT_NEAR(s.share(), resting, HostDecodeShare::kStep + 1e-9) << n;
+    }
+  }
+  EXPECT_GE(trials, 3);
+  EXPECT_LE(trials, 4);
+  EXPECT_LE(whole, trials * kTrial + kTrial);
+  EXPECT_FALSE(s.whole_batches_on_host());
+}
+
+TEST(HostDecodeShare, OneLongConsumerPauseMovesTheShareTwoStepsAtMost) {
+  // The consumer's step counts up to two cycles: an evaluation of seconds at an epoch's end
+  // reads as one cycle of a host with room, which the smoothing carries over two
+  // observations. Uncapped, the 5 s would read as room for seven.
+  HostDecodeShare s(-1, false);
+  RankModel m;
+  for (int i = 0; i < 60; ++i) m.step(s);
+  const double before = s.share();
+  ASSERT_LT(before, 0.85);
+  s.observe(40'000'000, 80'000'000, 0, 5'000'000'000);
+  EXPECT_LE(s.share(), before + HostDecodeShare::kStep + 1e-9);
+  for (int i = 0; i < 20; ++i) m.step(s);
+  EXPECT_LE(s.share(), before + 2 * HostDecodeShare::kStep + 1e-9);
 }
 
 TEST(HostDecodeShare, WholeBatchesStayWhileTheHostKeepsUpAndLeaveWhenItSetsThePace) {

@@ -230,11 +230,11 @@ TEST(LoaderCuda, HostDecodeShareGivesTheSameBatches) {
   EXPECT_THROW(Loader(ConcatenatedTime(Dataset::open(open_store(demo))), g), Error);
 }
 
-// The adaptive share climbs to 1 under a consumer slower than the host (here: a sleep per
-// batch, as a training step would be); batches are then built whole on the host. Over many
-// epochs, GPU-stage batches and host-built ones alike equal the CPU loader's, bit for bit;
-// with CUBESTREAM_HOST_BATCHES=off the share still reaches 1 but every batch stays on the
-// GPU stage.
+// Under a consumer slower than the host (here: a sleep per batch, as a training step would
+// be) the adaptive share's first trial of whole batches passes and they stay: batches are
+// built whole on the host from the start. Over many epochs they equal the CPU loader's, bit
+// for bit; with CUBESTREAM_HOST_BATCHES=off there is no trial, the share climbs from 0 to 1
+// and every batch stays on the GPU stage.
 TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
   const std::string demo = std::string(CUBESTREAM_SOURCE_DIR) + "/data/demo/cmip5_2005.zarr";
@@ -267,12 +267,13 @@ TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
     EXPECT_EQ(st.units_gpu_fallback, 0u);
     EXPECT_DOUBLE_EQ(st.host_decode_share, 1.0) << what;
     if (host_batches) {
-      // Once there, it stays (the host's work is far below the consumer's cycle).
-      EXPECT_GT(st.batches_built_on_host, 20u);
+      // The trial kept them, and they stay (the host's work is far below the consumer's step).
+      EXPECT_GE(st.batches_built_on_host, static_cast<std::uint64_t>(batches)) << what;   // and any prefetched
       EXPECT_GT(st.batches_built_on_host, built_before_last);
-      EXPECT_GT(st.units_gpu_decoded, 0u);   // the first batches, before the share climbed
+      EXPECT_EQ(st.units_gpu_decoded, 0u);
     } else {
       EXPECT_EQ(st.batches_built_on_host, 0u);
+      EXPECT_GT(st.units_gpu_decoded, 0u);   // the first batches, before the share climbed
     }
   }
 }
