@@ -110,8 +110,16 @@ def step_ms(r):
     m = [e["step_ms_median"] for e in r["epochs"] if e["measured"]]
     return sorted(m)[len(m) // 2] if m else float("nan")
 print("| loader | GPUs | options | threads/rank | samples/s | GB/s | data wait | median step ms | scaling vs 1 GPU "
-      "| per measured epoch: samples/s (steps waiting > 10 ms, longest wait ms, longest step ms, pinned staging calls) |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+      "| per measured epoch: samples/s (steps waiting > 10 ms, longest wait ms, longest step ms, pinned staging calls) "
+      "| last epoch, per rank: host share (whole-batch trials kept/started), longest wait ms |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+def per_rank(r):
+    last = [e for e in r["epochs"] if e["measured"]][-1:]
+    if not last or "ranks" not in last[0]:
+        return "-"
+    return ", ".join(f"{x['host_decode_share']:.2f} ({x['host_share_trials_kept']:.0f}/{x['host_share_trials']:.0f}), "
+                     f"{x['step_wait_ms_max']:.0f}" if x["host_decode_share"] >= 0 else f"-, {x['step_wait_ms_max']:.0f}"
+                     for x in last[0]["ranks"])
 for (loader, n, variant), r in sorted(rows.items()):
     one = rows.get((loader, 1, variant))   # the same options on one GPU
     sc = f"{r['samples_per_s'] / one['samples_per_s']:.2f}x ({r['samples_per_s'] / one['samples_per_s'] / n:.3f} of {n}x)" if one else ""
@@ -119,6 +127,6 @@ for (loader, n, variant), r in sorted(rows.items()):
           f"{100 * r['wait_fraction']:.2f}% | {step_ms(r):.1f} | {sc} | "
           + ", ".join(f"{e['samples_per_s']:.0f} ({e.get('steps_waiting_over_10ms', '?')}, {e.get('step_wait_ms_max', float('nan')):.0f}, "
                       f"{e.get('step_ms_max', float('nan')):.0f}, {(e.get('loader_stats') or {}).get('staging_pinned_calls', '-')})"
-                      for e in r["epochs"] if e["measured"]) + " |")
+                      for e in r["epochs"] if e["measured"]) + f" | {per_rank(r)} |")
 PY
 log "done"

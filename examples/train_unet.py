@@ -237,6 +237,16 @@ class Dist:
         dist.all_reduce(t)
         return t.tolist()
 
+    def gather(self, values):
+        """Every rank's list of floats (equal lengths), in rank order: a sum over one-hot slots."""
+        if not self.distributed:
+            return [list(values)]
+        n = len(values)
+        slots = [0.0] * (n * self.world)
+        slots[self.rank * n:(self.rank + 1) * n] = values
+        flat = self.sum(slots)
+        return [flat[r * n:(r + 1) * n] for r in range(self.world)]
+
     def max(self, values):
         if not self.distributed:
             return list(values)
@@ -681,6 +691,13 @@ def train(a, dist, cuda, stream_priority):
                "steps_waiting_over_10ms": sum(1 for s in steps if s[1] - s[0] > 10_000_000),
                "step_ms_max": max([(s[2] - s[0]) / 1e6 for s in steps], default=0.0),
                "loss": loss_mean, "loader_stats": source.stats()}
+        # Each rank's own waits and, for cubestream's GPU path, its host decode share: under DDP
+        # a stall of one rank stalls all, and rank 0's figures alone do not say whose it was.
+        ls = rec["loader_stats"] or {}
+        keys = ("wait_s", "step_wait_ms_max", "steps_waiting_over_10ms", "step_ms_max")
+        lkeys = ("host_decode_share", "batches_built_on_host", "host_share_trials", "host_share_trials_kept")
+        per_rank = dist.gather([float(rec[k]) for k in keys] + [float(ls.get(k, -1)) for k in lkeys])
+        rec["ranks"] = [dict(zip(keys + lkeys, v)) for v in per_rank]
         # Every step's times (perf_counter_ns = CLOCK_MONOTONIC, the clock of the loader's trace):
         # where in an epoch a stall happened. For the last epoch also the next() that ended it:
         # bench/plot_train.py lines the trace's "consumer wait" events up with these to draw

@@ -228,6 +228,9 @@ struct LoaderStats {
   // too): every batch on the CPU path; on the GPU path those built while the adaptive share
   // stood at 1 (see host_decode_share).
   std::uint64_t batches_built_on_host = 0;
+  // GPU path, adaptive share: trials of whole batches on the host started and those that kept
+  // them (see host_decode_share), counted since the loader was made (reset_stats keeps them).
+  std::uint64_t host_share_trials = 0, host_share_trials_kept = 0;
   // Host-decoded units assembled block by block straight into the batch, never whole in
   // memory and not cached (block assembly, see the top of this file).
   std::uint64_t units_block_assembled = 0;

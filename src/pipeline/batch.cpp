@@ -49,6 +49,8 @@ nlohmann::json LoaderStats::to_json() const {
           {"units_host_decoded", units_host_decoded},
           {"host_decode_share", host_decode_share},
           {"batches_built_on_host", batches_built_on_host},
+          {"host_share_trials", host_share_trials},
+          {"host_share_trials_kept", host_share_trials_kept},
           {"units_block_assembled", units_block_assembled},
           {"units_hinted", units_hinted},
           {"staging_pinned_calls", staging_pinned_calls},

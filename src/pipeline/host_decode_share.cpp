@@ -13,6 +13,7 @@ HostDecodeShare::HostDecodeShare(double fixed, bool whole_batches)
 }
 
 void HostDecodeShare::start_trial() {
+  ++trials_;
   trial_from_ = steps_;
   steps_ = kSteps;
   seen_ = 0;   // judged on whole batches alone
@@ -61,6 +62,8 @@ void HostDecodeShare::observe(std::int64_t fetch_ns, std::int64_t cycle_ns, std:
     if (starving || ratio > kWholeHigh) {
       steps_ = trial_from_;
       seen_ = 0;
+    } else {
+      ++trials_kept_;
     }
     trial_from_ = -1;
     return;

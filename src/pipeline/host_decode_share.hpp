@@ -83,8 +83,10 @@ class HostDecodeShare {
 
   bool adaptive() const { return adaptive_; }
   double share() const { return adaptive_ ? static_cast<double>(steps_) * kStep : fixed_; }
-  // Whether a trial of whole batches is under way.
+  // Whether a trial of whole batches is under way; trials started, and those that kept them.
   bool in_trial() const { return trial_from_ >= 0; }
+  int trials() const { return trials_; }
+  int trials_kept() const { return trials_kept_; }
 
   // One batch's fetch took fetch_ns; cycle_ns is the time from its fetch start to the next
   // batch's fetch start (0 or less: unknown, e.g. after an epoch restart; ignored);
@@ -129,6 +131,7 @@ class HostDecodeShare {
   int skip_ = 0;       // observations still to ignore (the batch a trial starts at)
   int trial_from_ = -1;   // in a trial of whole batches: the steps it falls back to; else -1
   int resting_ = 0;    // batches observed below whole batches since the last trial
+  int trials_ = 0, trials_kept_ = 0;
 
   void start_trial();
 };

@@ -173,6 +173,7 @@ struct Loader::Impl {
   // the last share used (for stats()), and the producer's clock for the adaptive share.
   std::optional<pipeline::HostDecodeShare> host_share;
   std::atomic<double> host_share_now{0.0};
+  std::atomic<std::uint64_t> host_share_trials{0}, host_share_trials_kept{0};
   std::int64_t last_fetch_start = 0, last_fetch_ns = 0, last_wait_total = 0;
   std::int64_t last_step_total = 0;
   std::uint64_t last_steps = 0;
@@ -862,6 +863,8 @@ double Loader::Impl::observe_share(std::int64_t cycle_start) {
   last_fetch_start = cycle_start;
   const double share = host_share->share();
   host_share_now = share;
+  host_share_trials = static_cast<std::uint64_t>(host_share->trials());
+  host_share_trials_kept = static_cast<std::uint64_t>(host_share->trials_kept());
   return share;
 }
 
@@ -1125,6 +1128,8 @@ LoaderStats Loader::stats() const {
   s.units_gpu_fallback = m.st_gpu_fallback;
   s.units_host_decoded = m.st_host_chosen;
   s.host_decode_share = m.gpu ? m.host_share_now.load() : 1.0;
+  s.host_share_trials = m.host_share_trials;
+  s.host_share_trials_kept = m.host_share_trials_kept;
   s.batches_built_on_host = m.st_host_built;
   s.staging_pinned_calls = m.st_pinned_calls;
   s.staging_pinned_s = static_cast<double>(m.ns_pinned.load()) / 1e9;

@@ -240,6 +240,8 @@ TEST(HostDecodeShare, ATrialFindsWholeBatchesAgainAfterTheShareRested) {
   EXPECT_GT(whole, 10);
   for (int i = 0; i < 200; ++i) m.step(s);
   EXPECT_TRUE(s.whole_batches_on_host());
+  EXPECT_EQ(s.trials(), 2);   // the cold start's and the one that kept them; none since
+  EXPECT_EQ(s.trials_kept(), 1);
 }
 
 TEST(HostDecodeShare, AFailedTrialGoesBackToTheRestingShare) {
@@ -268,6 +270,8 @@ TEST(HostDecodeShare, AFailedTrialGoesBackToTheRestingShare) {
   EXPECT_LE(trials, 4);
   EXPECT_LE(whole, trials * kTrial + kTrial);
   EXPECT_FALSE(s.whole_batches_on_host());
+  EXPECT_EQ(s.trials(), trials + 1);   // and the start's
+  EXPECT_EQ(s.trials_kept(), 0);
 }
 
 TEST(HostDecodeShare, OneLongConsumerPauseMovesTheShareTwoStepsAtMost) {

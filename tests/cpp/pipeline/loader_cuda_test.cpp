@@ -271,7 +271,10 @@ TEST(LoaderCuda, AdaptiveShareAtOneBuildsWholeBatchesOnTheHost) {
       EXPECT_GE(st.batches_built_on_host, static_cast<std::uint64_t>(batches)) << what;   // and any prefetched
       EXPECT_GT(st.batches_built_on_host, built_before_last);
       EXPECT_EQ(st.units_gpu_decoded, 0u);
+      EXPECT_EQ(st.host_share_trials, 1u);
+      EXPECT_EQ(st.host_share_trials_kept, 1u);
     } else {
+      EXPECT_EQ(st.host_share_trials, 0u);
       EXPECT_EQ(st.batches_built_on_host, 0u);
       EXPECT_GT(st.units_gpu_decoded, 0u);   // the first batches, before the share climbed
     }
@@ -493,11 +496,13 @@ TEST(LoaderCuda, GpuZstdAndLz4DecodeEqualHostDecode) {
       EXPECT_GT(st.units_gpu_decoded, 0u) << k.vars[0];
       EXPECT_EQ(st.units_gpu_fallback, 0u);
     }
-    // decode=auto takes both on the GPU.
+    // decode=auto takes both on the GPU (share 0: the adaptive share would start with a trial
+    // of batches built whole on the host).
     LoaderConfig a;
     a.selection.variables = k.vars;
     a.sampler.window = ForecastWindow{"time", {0}, {1}};
     a.device = DeviceKind::kCuda;
+    a.host_decode_share = 0;
     Loader autol(ConcatenatedTime(Dataset::open(k.store)), a);
     ASSERT_TRUE(autol.next());
     EXPECT_GT(autol.stats().units_gpu_decoded, 0u) << autol.stats().decode_path;
