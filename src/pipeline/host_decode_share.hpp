@@ -31,8 +31,9 @@
 // it then starts each batch as soon as the last one is fetched, so C is W, whatever the
 // consumer needs. The consumer's own step D (its time between taking a batch and asking for
 // the next, waits excluded) is that pace, so the ratio is W / max(C, D), D capped at 2 C so
-// that one long pause of the consumer (an evaluation at an epoch's end) moves the share by one
-// step at most. In a full queue C is D anyway.
+// that one long pause of the consumer (an evaluation at an epoch's end) reads as one cycle of
+// a host with room, which moves the share by two steps at most, not as seconds of room. In a
+// full queue C is D anyway.
 //
 // Whole batches on the host (see whole_batches_on_host) cost the host far less per unit than
 // host-decoded units copied up for the GPU to assemble (no decoded unit is written to memory,
