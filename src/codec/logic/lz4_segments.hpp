@@ -33,7 +33,6 @@
 #include "codec/logic/decode_status.hpp"
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_ring.hpp"
-#include "codec/logic/lz4_table_jump.hpp"
 #include "core/host_device.hpp"
 
 namespace cubestream::codec::logic {
@@ -199,8 +198,8 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
 // buffer's thread block; on the host one thread):
 //  1. the table (the team): for every position r of the window, where the next token would be
 //     if a token stood at r (lz4_table_shape; 0 where it declines), independently;
-//  2. the chain: from the walk's position, one table load a token lists the window's tokens
-//     (lz4_table_chain; on the GPU the team takes it by pointer doubling, lz4_table_jump.hpp);
+//  2. the chain (one warp or thread): from the walk's position, one table load a token lists
+//     the window's tokens (lz4_table_chain);
 //  3. the tokens (the team, lz4_table_token_sum and _place): each thread reads its tokens' sequences
 //     (lz4_table_shape), a team-wide prefix sum of their output lengths places them (at[i]), each
 //     thread runs its sequences' checks (lz4_fast_checks) and the first failing token ends the
@@ -393,18 +392,16 @@ CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* 
 // `team` runs the team's parts, and returns with their results visible to the walker:
 //   team.stage(window, r_begin, r_end, len, left0): fill tbl over [r_begin, r_end) of the window
 //     just staged, `len` bytes from base (lz4_table_fill; left0 = in_size - base);
-//   team.chain(&r, end, cap) -> n: the chain from table position r (< end) into toks[0, n), r
-//     then the position after it (lz4_table_chain's contract; lz4_table_jump.hpp runs it by the
-//     whole team);
 //   team.tokens(window, len, left0, n, op0) -> ok: the token pass over toks[0, n), at[] written.
-// The team's table holds rd.cap entries (kLz4TableWindowMin <= rd.cap <= kLz4TableWindowMax),
-// toks `cap` >= 1 entries (the chain lists at most that many tokens at a
-// time; lz4_table_token_cap(rd.cap) holds a whole window), at one more.
+// `tbl` holds rd.cap entries (kLz4TableWindowMin <= rd.cap <=
+// kLz4TableWindowMax), toks `cap` >= 1 entries (the chain lists at most that many tokens at a
+// time; lz4_table_token_cap(rd.cap) holds a whole window), at one more. `writer`: whether this
+// thread of the walker stores the chain's tokens.
 CS_HD_TEMPLATE
 template <class Fill, class Team, class Mark>
-CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team& team, const std::uint16_t* toks,
-                                                 std::uint32_t cap,
-                                                 const std::uint32_t* at, std::uint32_t in_size,
+CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team& team, const std::uint16_t* tbl,
+                                                 std::uint16_t* toks, std::uint32_t cap,
+                                                 const std::uint32_t* at, bool writer, std::uint32_t in_size,
                                                  std::uint32_t size, std::size_t max_segments, Mark&& mark,
                                                  std::uint32_t* segments) {
   *segments = 0;
@@ -432,7 +429,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
       }
       const auto base = static_cast<std::uint32_t>(rd.base);
       std::uint32_t r = ip - base;
-      const std::uint32_t n = team.chain(&r, tbl_end, cap);
+      const std::uint32_t n = lz4_table_chain(tbl, &r, tbl_end, toks, cap, writer);
       if (n != 0) {
         const std::uint32_t ok = team.tokens(static_cast<const std::uint8_t*>(rd.window),
                                              static_cast<std::uint32_t>(rd.len), in_size - base, n, op);
@@ -456,20 +453,12 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }
 
-// The host's team: one thread does every part; with `jmp` (a table of the window's size) the
-// chain by doubling (lz4_table_jump.hpp) as `threads` emulated threads take it, else one load a
-// token.
+// The host's team: one thread does every part.
 struct Lz4HostTableTeam {
   std::uint16_t* tbl;
-  std::uint16_t* toks;
+  const std::uint16_t* toks;
   std::uint32_t* at;
   std::uint32_t size;
-  std::uint16_t* jmp = nullptr;
-  std::uint32_t threads = 1;
-  std::uint32_t chain(std::uint32_t* r, std::uint32_t end, std::uint32_t cap) {
-    return jmp != nullptr ? lz4_table_chain_jump_host(tbl, jmp, r, end, toks, cap, threads)
-                          : lz4_table_chain(tbl, r, end, toks, cap, true);
-  }
   void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len, std::uint32_t left0) {
     lz4_table_fill(w, tbl, r0, end, len, left0, 0, 1);
   }

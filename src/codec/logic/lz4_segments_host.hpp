@@ -234,11 +234,9 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
     if (walk == Lz4Walk::kTable && walk_window >= kLz4TableWindowMin && walk_window <= kLz4TableWindowMax) {
       std::vector<std::uint16_t> tbl(walk_window), toks(lz4_table_token_cap(walk_window));
       std::vector<std::uint32_t> at(toks.size() + 1);
-      std::vector<std::uint16_t> jmp(walk_window);
-      // the chain as the device's block takes it (by doubling), with an odd team size
-      Lz4HostTableTeam team{tbl.data(), toks.data(), at.data(), n_out, jmp.data(), 5};
-      st = lz4_segment_walk_table(rd, team, toks.data(), static_cast<std::uint32_t>(toks.size()),
-                                  at.data(), n_in, n_out, segs.size(), mark, &count);
+      Lz4HostTableTeam team{tbl.data(), toks.data(), at.data(), n_out};
+      st = lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), static_cast<std::uint32_t>(toks.size()),
+                                  at.data(), true, n_in, n_out, segs.size(), mark, &count);
     } else {
       st = lz4_segment_walk(rd, n_in, n_out, segs.size(), mark, &count);
     }

@@ -208,9 +208,7 @@ std::size_t lz4_fixed_scratch(std::size_t n) { return kAlign + align_up(n * size
 // one kernel. For A/B runs (every setting gives the same bytes and statuses):
 // CUBESTREAM_LZ4_PATH=ring sends every buffer to the ring kernel, =segments every buffer the
 // segments can take, dense ones too; CUBESTREAM_LZ4_WALK=table runs the table walk as its own
-// kernel before the workers, =serial the serial walk; CUBESTREAM_LZ4_CHAIN=serial follows the
-// table walk's chain one load a token on one warp instead of by doubling. env_equals reads those
-// switches.
+// kernel before the workers, =serial the serial walk. env_equals reads those switches.
 bool env_equals(const char* name, const char* value) {
   const char* env = std::getenv(name);
   return env != nullptr && std::string(env) == value;
@@ -532,7 +530,6 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
                                           batch.num_buffers, lz4_ready_pass_from_env(), &segmented);
         seg.take_dense = env_equals("CUBESTREAM_LZ4_PATH", "segments");
         seg.split_region = lz4_split_region_from_env();
-        seg.chain_serial = env_equals("CUBESTREAM_LZ4_CHAIN", "serial");
       }
       if (segmented)
         detail::lz4_segments_enqueue(batch, order, seg,

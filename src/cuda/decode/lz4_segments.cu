@@ -230,11 +230,11 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
 // table of each window warp 0 stages and runs the token pass. Warp 0 hands out a job (named
 // barrier 1: the job and its inputs are ready), every warp does it, and barrier 2 closes it
 // (barrier 3 orders the token pass's scan). The helpers leave on the job kDone.
-enum class TableJobKind : std::uint32_t { kFill, kChain, kTokens, kSplit, kDone };
+enum class TableJobKind : std::uint32_t { kFill, kTokens, kSplit, kDone };
 struct TableJob {
   TableJobKind kind;
-  std::uint32_t r0, end;          // kFill, kChain (r0: the chain's start)
-  std::uint32_t n, op0;           // kTokens (kChain: n is the cap)
+  std::uint32_t r0, end;          // kFill
+  std::uint32_t n, op0;           // kTokens
   std::uint32_t len, left0, size; // the window's staged bytes, the block's bytes from its start
 };
 
@@ -267,12 +267,10 @@ struct TableShared {
   SplitShared split;
   alignas(16) std::uint8_t window[kTableWindow];
   std::uint16_t table[kTableWindow];
-  std::uint16_t jump[kTableWindow];  // the chain's doubling table (lz4_table_jump.hpp)
   std::uint16_t toks[kTableTokens];
   std::uint32_t at[kTableTokens + 1];
   std::uint32_t warp_sum[kTableWarps];
   std::uint32_t first_bad;
-  std::uint32_t chain_n, chain_r;  // the chain job's answer
   TableJob job;
 };
 
@@ -384,44 +382,6 @@ __device__ void split_job(TableShared& sh) {
   }
 }
 
-// The chain from j.r0 by pointer doubling (lz4_table_jump.hpp), by the whole block: the same
-// steps as lz4_table_chain_jump_host, a barrier (3) where the host moves from one emulated pass
-// over the threads to the next. Every thread reads the same shared values at each decision, so
-// all take the same number of rounds. Answer in sh.chain_n and sh.chain_r.
-__device__ void chain_job(TableShared& sh, const TableJob& j) {
-  const unsigned t = threadIdx.x;
-  const std::uint32_t r0 = j.r0, end = j.end, cap = j.n;
-  if (!logic::lz4_jump_starts(sh.table, r0)) {
-    if (t == 0) {
-      sh.chain_n = 0;
-      sh.chain_r = r0;
-    }
-    return;
-  }
-  logic::lz4_jump_init(sh.table, sh.jump, r0, end, t, kTableThreads);
-  if (t == 0) sh.toks[0] = static_cast<std::uint16_t>(r0);
-  bar_sync_id<3>(kTableThreads);
-  std::uint32_t k = 0;
-  for (;; ++k) {
-    logic::lz4_jump_list(sh.jump, sh.toks, k, cap, t, kTableThreads);
-    bar_sync_id<3>(kTableThreads);
-    if (!logic::lz4_jump_more(sh.toks, k, cap)) break;
-    std::uint16_t v[logic::kLz4JumpPerThread];
-    for (std::uint32_t c = 0; logic::lz4_jump_chunk_first(r0, c, kTableThreads) < end; ++c) {
-      const std::uint32_t first = logic::lz4_jump_chunk_first(r0, c, kTableThreads);
-      logic::lz4_jump_double_read(sh.jump, first, end, t, kTableThreads, v);
-      bar_sync_id<3>(kTableThreads);
-      logic::lz4_jump_double_write(sh.jump, first, end, t, kTableThreads, v);
-      bar_sync_id<3>(kTableThreads);
-    }
-  }
-  if (t == 0) {
-    const std::uint32_t n = logic::lz4_jump_count(sh.toks, k, cap);
-    sh.chain_n = n;
-    sh.chain_r = sh.table[sh.toks[n - 1]];
-  }
-}
-
 __device__ void table_job(TableShared& sh, const TableJob& j) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t / 32;
   if (j.kind == TableJobKind::kSplit) {
@@ -430,10 +390,6 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   }
   if (j.kind == TableJobKind::kFill) {
     logic::lz4_table_fill(sh.window, sh.table, j.r0, j.end, j.len, j.left0, t, kTableThreads);
-    return;
-  }
-  if (j.kind == TableJobKind::kChain) {
-    chain_job(sh, j);
     return;
   }
   // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
@@ -510,26 +466,17 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                   decltype(run)& go;
                   TableShared& sh;
                   std::uint32_t size;
-                  bool serial;
-                  unsigned lane;
                   __device__ void stage(const std::uint8_t*, std::uint32_t r0, std::uint32_t end, std::uint32_t len,
                                         std::uint32_t left0) {
                     go(TableJob{TableJobKind::kFill, r0, end, 0, 0, len, left0, size});
-                  }
-                  __device__ std::uint32_t chain(std::uint32_t* r, std::uint32_t end, std::uint32_t cap) {
-                    // the A/B form: warp 0 alone, every lane alike, lane 0 stores the tokens
-                    if (serial) return logic::lz4_table_chain(sh.table, r, end, sh.toks, cap, lane == 0);
-                    go(TableJob{TableJobKind::kChain, *r, end, cap, 0, 0, 0, size});
-                    *r = sh.chain_r;
-                    return sh.chain_n;
                   }
                   __device__ std::uint32_t tokens(const std::uint8_t*, std::uint32_t len, std::uint32_t left0,
                                                   std::uint32_t n, std::uint32_t op0) {
                     go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size});
                     return sh.first_bad;
                   }
-                } team{run, sh, size, s.chain_serial, lane};
-                return logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at,
+                } team{run, sh, size};
+                return logic::lz4_segment_walk_table(rd, team, sh.table, sh.toks, kTableTokens, sh.at, lane == 0,
                                                      in_size, size, bound, mark, count);
               });
   __syncwarp();  // lane 0 finished the buffer's tail alone: the whole warp meets the barrier

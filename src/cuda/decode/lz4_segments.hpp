@@ -55,10 +55,6 @@ struct Lz4SegmentScratch {
   // kLz4SplitRegionFloor, which the scratch's slots are sized for), or 0 for the table walk alone
   // (CUBESTREAM_LZ4_SPLIT_REGION; 0 unless set).
   std::uint32_t split_region;
-  // Set by the caller after carving: true follows the table walk's chain one shared load a token
-  // on the walker's first warp (lz4_table_chain, sessions 15-28), false by pointer doubling with
-  // the whole block (lz4_table_jump.hpp, the default). CUBESTREAM_LZ4_CHAIN=serial, for A/B runs.
-  bool chain_serial;
   // Set by the carving (true where it carved bits): a segment of a buffer whose bits fit `bits`
   // copies the matches whose bytes are final already before it waits for the segment before it
   // (the ready pass, lz4_match_bits.hpp); false: every match after the segment before (the

@@ -122,20 +122,13 @@ Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk
     std::vector<std::uint16_t> tbl(window, 0xDEAD), toks(logic::lz4_table_token_cap(window));
     std::vector<std::uint32_t> at(toks.size() + 1);
     // a team of 3 threads, as the device splits the work among its threads
-    std::vector<std::uint16_t> jmp(window, 0xDEAD);
     struct Team {
       std::vector<std::uint16_t>& tbl;
-      std::vector<std::uint16_t>& toks;
+      const std::vector<std::uint16_t>& toks;
       std::vector<std::uint32_t>& at;
-      std::vector<std::uint16_t>& jmp;
       std::uint32_t size;
       std::size_t window;
       std::uint64_t filled = 0;
-      // the chain by doubling (lz4_table_jump.hpp), as the device's block takes it
-      std::uint32_t chain(std::uint32_t* r, std::uint32_t end, std::uint32_t cap) {
-        std::fill(jmp.begin(), jmp.end(), std::uint16_t{0xDEAD});
-        return logic::lz4_table_chain_jump_host(tbl.data(), jmp.data(), r, end, toks.data(), cap, 3);
-      }
       void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len, std::uint32_t left0) {
         EXPECT_LT(r0, end);
         EXPECT_LE(end + logic::kLz4FastSpan, len);
@@ -160,10 +153,10 @@ Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk
         }
         return ok;
       }
-    } team{tbl, toks, at, jmp, out_n, window};
+    } team{tbl, toks, at, out_n, window};
     // a short token list on small windows: the chain stops at it and goes on from there
     const auto cap = static_cast<std::uint32_t>(window < 2000 ? 7 : toks.size());
-    w.status = logic::lz4_segment_walk_table(rd, team, toks.data(), cap, at.data(), in_n, out_n,
+    w.status = logic::lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), cap, at.data(), true, in_n, out_n,
                                              bound, mark, &w.count);
     // each input position is filled about once (the windows overlap by the fast path's span)
     EXPECT_LE(team.filled,
@@ -245,8 +238,8 @@ TEST(Lz4Segments, TableTakesLongLiteralRunsAndLongMatches) {
   Counting team{{tbl.data(), toks.data(), at.data(), static_cast<std::uint32_t>(src.size())}};
   std::uint32_t count = 0;
   const auto in_n = static_cast<std::uint32_t>(enc.size()), out_n = static_cast<std::uint32_t>(src.size());
-  ASSERT_EQ(logic::lz4_segment_walk_table(rd, team, toks.data(), static_cast<std::uint32_t>(toks.size()),
-                                          at.data(), in_n, out_n, logic::lz4_segment_bound(in_n, out_n),
+  ASSERT_EQ(logic::lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), static_cast<std::uint32_t>(toks.size()),
+                                          at.data(), true, in_n, out_n, logic::lz4_segment_bound(in_n, out_n),
                                           [](std::uint32_t, std::uint32_t, std::uint32_t) {}, &count),
             DecodeStatus::kOk);
   std::uint64_t seqs = 0, long_lit = 0, long_match = 0;

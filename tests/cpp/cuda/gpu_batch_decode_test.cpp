@@ -343,8 +343,7 @@ Buf ring_paths_data(std::size_t n, std::uint32_t seed);  // below
 // in the same call), the same taking dense blocks too (CUBESTREAM_LZ4_PATH=segments, as every
 // setting below but the ring kernel's), with the split walk first at its measured regions and
 // at its smallest (4 KiB: more rounds, more declines; CUBESTREAM_LZ4_SPLIT_REGION=32768, 100),
-// the walk kernel and the serial one before the workers (CUBESTREAM_LZ4_WALK=table, serial),
-// the table walk's chain one load a token instead of by doubling (CUBESTREAM_LZ4_CHAIN=serial):
+// the walk kernel and the serial one before the workers (CUBESTREAM_LZ4_WALK=table, serial):
 // good buffers of every data
 // kind and size at three levels, long literal runs, far, long and overlapping matches, megabytes
 // of zeros (one long match after another) and damaged buffers give the host logic's statuses and
@@ -383,7 +382,6 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* walk;
     const char* split_region;
     const char* matches;
-    const char* chain = nullptr;
   } settings[] = {
       {"the default: segments, the walks and the workers in one kernel, dense blocks to the ring kernel", nullptr, 0,
        nullptr, nullptr, nullptr},
@@ -397,10 +395,6 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
       {"segments with the table walk kernel", "segments", 0, "table", nullptr, nullptr},
       {"segments with the table walk kernel, the ready pass", "segments", 0, "table", nullptr, "ready"},
       {"segments with the serial walk", "segments", 0, "serial", nullptr, nullptr},
-      {"segments for every block, the table walk's chain one load a token (CUBESTREAM_LZ4_CHAIN=serial)", "segments",
-       0, nullptr, nullptr, nullptr, "serial"},
-      {"segments with the table walk kernel, the chain one load a token", "segments", 0, "table", nullptr, nullptr,
-       "serial"},
       {"the ring kernel for every buffer", "ring", 0, nullptr, nullptr, nullptr},
       {"segments, the ready pass, scratch for half the batch (bits, chained, ring)", "segments", half_scratch,
        nullptr, nullptr, "ready"},
@@ -415,14 +409,12 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     if (setting.walk != nullptr) setenv("CUBESTREAM_LZ4_WALK", setting.walk, 1);
     if (setting.split_region != nullptr) setenv("CUBESTREAM_LZ4_SPLIT_REGION", setting.split_region, 1);
     if (setting.matches != nullptr) setenv("CUBESTREAM_LZ4_MATCHES", setting.matches, 1);
-    if (setting.chain != nullptr) setenv("CUBESTREAM_LZ4_CHAIN", setting.chain, 1);
     Batch b(enc, sizes, 3, 5);
     b.decode(cuda::BatchCodec::kLz4, setting.scratch);
     unsetenv("CUBESTREAM_LZ4_PATH");
     unsetenv("CUBESTREAM_LZ4_WALK");
     unsetenv("CUBESTREAM_LZ4_SPLIT_REGION");
     unsetenv("CUBESTREAM_LZ4_MATCHES");
-    unsetenv("CUBESTREAM_LZ4_CHAIN");
     expect_lz4_as_host_logic(b);
   }
 }
