@@ -174,9 +174,15 @@ TEST(EngineDirectAuto, ColdDataGoesDirectWarmDataStaysInThePageCache) {
   for (auto engine : {IoEngineKind::kPread, IoEngineKind::kIoUring}) {
     auto store = store_detail::open_local_file_store(root, settings(engine, DirectMode::kAuto, 65536));
     auto& c = store_detail::io_counters();
-    ASSERT_TRUE(evict(root + "/v", n));
     auto cold0 = c.probe_cold.load(), direct0 = c.direct_bytes.load();
-    EXPECT_EQ(as_string(*store->get_range("v", {100, static_cast<std::int64_t>(n - 200)})), ref.substr(100, n - 200));
+    // Eviction is the kernel's best effort: on a loaded machine a page can be back (readahead,
+    // reclaim races) between the check and the read, which then rightly counts as warm (seen
+    // once in a full suite run beside a build, 2026-11-29). Up to three evict-and-read rounds.
+    for (int attempt = 0; attempt < 3 && c.probe_cold.load() == cold0; ++attempt) {
+      ASSERT_TRUE(evict(root + "/v", n));
+      EXPECT_EQ(as_string(*store->get_range("v", {100, static_cast<std::int64_t>(n - 200)})),
+                ref.substr(100, n - 200));
+    }
     EXPECT_GT(c.probe_cold.load(), cold0) << store_detail::to_string(engine);
     EXPECT_GT(c.direct_bytes.load(), direct0) << store_detail::to_string(engine);
     // Warm it through a buffered store, then auto must serve it from the page cache.
