@@ -3,8 +3,9 @@
 # build with line info (build-prof/, gpu_decode_bench only), then Nsight Compute on each kernel of
 # KERNELS for each bench case of CASES (CS_BENCH_CASE texts, separated by ';') under each setting of VARIANTS:
 # speed of light, occupancy, warp states, scheduler, memory workload and the source-level stall
-# sampling, as text (the details page's main lines, and the SASS lines with the most stall
-# samples: bench/ncu_top_lines.py) -> $OUT/profile.log, everything else in $OUT/profile.tgz.
+# sampling, as text (the details page's main lines, the SASS lines with the most stall samples:
+# bench/ncu_top_lines.py, and the CUDA source lines with the most: bench/ncu_cuda_lines.py, from
+# the source the report imports) -> $OUT/profile.log, everything else in $OUT/profile.tgz.
 #
 #   OUT=/empty/dir CASES="era5_4MiB x256 / lz4" VARIANTS="default CUBESTREAM_LZ4_WALK=serial" \
 #     KERNELS="lz4_table_walk_kernel lz4_segment_kernel" bash bench/lz4_profile.sh
@@ -36,7 +37,7 @@ for case_text in "${cases[@]}"; do
       rep="$OUT/$tag"
       log "ncu: $k, case '$case_text', $v"
       env $e CS_BENCH_REPEAT=1 CS_BENCH_CASE="$case_text" timeout 240 ncu --kernel-name "regex:$k" --launch-count 1 \
-        --import-source no --clock-control "${CLOCK:-none}" --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        --import-source yes --clock-control "${CLOCK:-none}" --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
         --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters -o "$rep" -f \
         "$BUILD/gpu_decode_bench" >/dev/null 2>>"$OUT/ncu_err.log"
       [ -f "$rep.ncu-rep" ] || { log "no report"; continue; }
@@ -44,6 +45,8 @@ for case_text in "${cases[@]}"; do
       grep -E "Duration|Achieved Occupancy|Registers Per|Issued Warp|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Memory Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Issue Slots Busy" "$rep.txt" | head -20
       ncu --import "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.sass.csv" 2>/dev/null
       python3 bench/ncu_top_lines.py "$rep.sass.csv" 20 --bands 100 | tee "$rep.top.txt"
+      ncu --import "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep.cuda.csv" 2>/dev/null
+      python3 bench/ncu_cuda_lines.py "$rep.cuda.csv" 25 | tee "$rep.lines.txt"
     done
   done
 done
