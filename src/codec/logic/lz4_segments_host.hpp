@@ -86,7 +86,7 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
     std::uint32_t at = 0;
   };
   std::vector<Worker> w(count);
-  std::vector<std::uint8_t> flag(count), window(2048);  // 1 published, 2 done
+  std::vector<std::uint8_t> flag(count), window(kLz4SegmentWindow);  // 1 published, 2 done
   std::vector<std::uint32_t> order(count);
   for (std::uint32_t k = 0; k < count; ++k) order[k] = k;
   std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
@@ -249,7 +249,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
     return rs;
   }
   std::vector<std::vector<Lz4MatchRecord>> recs(count);
-  std::vector<std::uint8_t> window(2048);
+  std::vector<std::uint8_t> window(kLz4SegmentWindow);
   for (std::uint32_t k = count; k-- > 0;)
     if (lz4_segment_literals_host(in, n_in, out, n_out, segs.data(), count, k, window, &recs[k]) != DecodeStatus::kOk)
       return DecodeStatus::kCorrupt;

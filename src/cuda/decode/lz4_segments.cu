@@ -671,14 +671,9 @@ __device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logi
   return kept;
 }
 
-// A segment worker's staged input: 1 KiB, not the 2 KiB of warp_copy.cuh's kWindowBytes. The
-// parse reads it a sequence at a time and refills it, so its size barely matters to the parse,
-// but the block's shared memory sets the L1 carve-out: 32 KiB a block instead of 40 measured
-// 0.7-2.2 % faster on every batch of the fused kernel (H200, session 29, two builds in one call,
-// three interleaved rounds: era5-like 9.66-9.70 against 9.68-9.74 ms, mixed 4.56-4.57 against
-// 4.60-4.61, synth fields 27.9-28.1 against 28.5-28.8). The union with TableShared (31 KiB) keeps
-// the fused kernel at 32 KiB.
-constexpr std::size_t kSegmentWindow = 1024;
+// A segment worker's staged input (kLz4SegmentWindow: 1 KiB, not warp_copy.cuh's 2 KiB; why
+// in lz4_segments.hpp). The union with TableShared (31 KiB) keeps the fused kernel at 32 KiB.
+constexpr std::size_t kSegmentWindow = logic::kLz4SegmentWindow;
 static_assert(kSegmentWindow >= logic::kLz4FastSpan + 16 && kSegmentWindow % 16 == 0, "segment window");
 struct SegmentShared {
   alignas(16) std::uint8_t windows[kSegWarps][kSegmentWindow];
