@@ -303,16 +303,23 @@ CS_HD constexpr std::uint32_t lz4_table_token_cap(std::size_t cap) { return stat
 // (*r >= end) or `cap` tokens are listed; *r is then the position after the last token. (A jump
 // table, the token after next, halving the dependent loads, measured no faster on the H100 with
 // the token pass: docs/gpu_decoders.md, "The table walk".)
+// The entry after `next` is loaded before the checks on `next`, so that a token's step is one
+// dependent load and a min, with the compare, the branch and the store beside it; a GPU does not
+// move a load above a branch by itself, and session 29's ncu put ~95 cycles on each step of the
+// form that loaded after its checks. The early load reads tbl[min(next, end)]: always inside the
+// table (end < the window's size; an entry can equal the window's size), and its value is used
+// only where next < end.
 CS_HD inline std::uint32_t lz4_table_chain(const std::uint16_t* tbl, std::uint32_t* r, std::uint32_t end,
                                            std::uint16_t* toks, std::uint32_t cap, bool writer) {
   std::uint32_t at = *r, n = 0;
-  while (n < cap) {
-    const std::uint32_t next = tbl[at];
-    if (next == 0) break;
+  std::uint32_t next = tbl[at];
+  while (n < cap && next != 0) {
+    const std::uint32_t after = tbl[next < end ? next : end];
     if (writer) toks[n] = static_cast<std::uint16_t>(at);
     ++n;
     at = next;
     if (at >= end) break;
+    next = after;
   }
   *r = at;
   return n;
