@@ -3,9 +3,9 @@
 # build with line info (build-prof/, gpu_decode_bench only), then Nsight Compute on each kernel of
 # KERNELS for each bench case of CASES (CS_BENCH_CASE texts, separated by ';') under each setting of VARIANTS:
 # speed of light, occupancy, warp states, scheduler, memory workload and the source-level stall
-# sampling, as text (the details page's main lines, the SASS lines with the most stall samples:
-# bench/ncu_top_lines.py, and the CUDA source lines with the most: bench/ncu_cuda_lines.py, from
-# the source the report imports) -> $OUT/profile.log, everything else in $OUT/profile.tgz.
+# sampling, as text (the details page's main lines, and bench/ncu_top_lines.py's SASS lines and
+# CUDA source lines with the most stall samples, the latter from the source the report imports)
+# -> $OUT/profile.log, everything else in $OUT/profile.tgz.
 #
 #   OUT=/empty/dir CASES="era5_4MiB x256 / lz4" VARIANTS="default CUBESTREAM_LZ4_WALK=serial" \
 #     KERNELS="lz4_table_walk_kernel lz4_segment_kernel" bash bench/lz4_profile.sh
@@ -46,7 +46,7 @@ for case_text in "${cases[@]}"; do
       ncu --import "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.sass.csv" 2>/dev/null
       python3 bench/ncu_top_lines.py "$rep.sass.csv" 20 --bands 100 | tee "$rep.top.txt"
       ncu --import "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep.cuda.csv" 2>/dev/null
-      python3 bench/ncu_cuda_lines.py "$rep.cuda.csv" 25 | tee "$rep.lines.txt"
+      python3 bench/ncu_top_lines.py "$rep.cuda.csv" 25 | tee "$rep.lines.txt"
     done
   done
 done

@@ -671,12 +671,12 @@ __device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logi
   return kept;
 }
 
-// A segment worker's staged input (kLz4SegmentWindow: 1 KiB, not warp_copy.cuh's 2 KiB; why
-// in lz4_segments.hpp). The union with TableShared (31 KiB) keeps the fused kernel at 32 KiB.
-constexpr std::size_t kSegmentWindow = logic::kLz4SegmentWindow;
-static_assert(kSegmentWindow >= logic::kLz4FastSpan + 16 && kSegmentWindow % 16 == 0, "segment window");
+// A segment worker's staged input is logic::kLz4SegmentWindow (1 KiB, not warp_copy.cuh's 2 KiB;
+// why in lz4_segments.hpp). The union with TableShared (31 KiB) keeps the fused kernel at 32 KiB.
+static_assert(logic::kLz4SegmentWindow >= logic::kLz4FastSpan + 16 && logic::kLz4SegmentWindow % 16 == 0,
+              "segment window");
 struct SegmentShared {
-  alignas(16) std::uint8_t windows[kSegWarps][kSegmentWindow];
+  alignas(16) std::uint8_t windows[kSegWarps][logic::kLz4SegmentWindow];
   logic::Lz4MatchRecord records[kSegWarps][logic::kLz4SegmentSeqs];
 };
 
@@ -730,7 +730,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     const std::uint32_t end = last_segment ? in_size : s.segs[base + k + 1].in;
 
     // parse and literals, 32 sequences at a time (lane c keeps sequence c), matches to records
-    logic::Lz4StagedReader<WarpFill> rd{in, in_size, sh.windows[warp], kSegmentWindow, WarpFill{lane}};
+    logic::Lz4StagedReader<WarpFill> rd{in, in_size, sh.windows[warp], logic::kLz4SegmentWindow, WarpFill{lane}};
     std::size_t ip = seg.in;
     std::uint32_t op = seg.out, nrec = 0;
     bool bad = false, last = false;
