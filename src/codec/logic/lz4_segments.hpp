@@ -273,8 +273,10 @@ CS_HD inline bool lz4_table_shape(const std::uint8_t* w, std::uint32_t avail, st
 }
 
 // Fills tbl[r] for r in [r_begin, r_end) taken first, first + stride, ... (a lane's share):
-// r + the input size of the sequence a token at r would start (lz4_table_shape), or 0 where the
-// table declines it. `len` is the window's staged bytes, `left0` the block's bytes from the
+// r + the input size of the sequence a token at r would start (lz4_table_shape), or r itself
+// where the table declines it; and tbl[r] = r for r in [r_end, len] (the table has len + 1
+// entries: an entry can equal len). Every position where the chain stops, a decline or past the
+// table's end, is thus a fixed point, so lz4_table_chain steps without a test between loads. `len` is the window's staged bytes, `left0` the block's bytes from the
 // window's start. Most positions take lz4_fast_next (no branch on the bytes, so a lane's
 // positions overlap); where it declines (a length byte of 255, the block's end) the general
 // shape decides.
@@ -290,8 +292,9 @@ CS_HD inline void lz4_table_fill(const std::uint8_t* w, std::uint16_t* tbl, std:
       Lz4FastShape f;
       if (lz4_table_shape(w + r, len - r, left0 - r, &f)) n = f.size;
     }
-    tbl[r] = static_cast<std::uint16_t>(n != 0 ? r + n : 0u);
+    tbl[r] = static_cast<std::uint16_t>(r + n);
   }
+  for (std::uint32_t r = r_end + first; r <= len; r += stride) tbl[r] = static_cast<std::uint16_t>(r);
 }
 
 // Tokens a window of `cap` bytes can hold (a sequence takes at least 3 bytes of input).
@@ -299,27 +302,47 @@ CS_HD constexpr std::uint32_t lz4_table_token_cap(std::size_t cap) { return stat
 
 // The chain: from table position *r (< end), lists tokens in toks[0, n) (written only where
 // `writer`: on the GPU every lane of the walker runs the chain alike, lane 0 stores) until the
-// table says the fast path declines (tbl[*r] == 0, *r < end), the chain leaves the table
-// (*r >= end) or `cap` tokens are listed; *r is then the position after the last token. (A jump
-// table, the token after next, halving the dependent loads, measured no faster on the H100 with
-// the token pass: docs/gpu_decoders.md, "The table walk".)
-// The entry after `next` is loaded before the checks on `next`, so that a token's step is one
-// dependent load and a min, with the compare, the branch and the store beside it; a GPU does not
-// move a load above a branch by itself, and session 29's ncu put ~95 cycles on each step of the
-// form that loaded after its checks. The early load reads tbl[min(next, end)]: always inside the
-// table (end < the window's size; an entry can equal the window's size), and its value is used
-// only where next < end.
+// table says the fast path declines (tbl[*r] == *r, *r < end), the chain leaves the table
+// (*r >= end, where every entry is its own position) or `cap` tokens are listed; *r is then the
+// position after the last token. toks[n, min(n + kLz4ChainSteps, cap)) may be overwritten.
+// A token's step is one dependent shared load: the table's fixed points (lz4_table_fill) stop
+// the chain by themselves, so kLz4ChainSteps loads run back to back and one test after them says
+// how far the chain got (positions rise strictly until a fixed point, then stay). Session 29's
+// ncu put ~95 cycles on a token with the test and the branch between loads. (A jump table, the
+// token after next, measured no faster on the H100 in session 15: docs/gpu_decoders.md, "The
+// table walk".)
+inline constexpr std::uint32_t kLz4ChainSteps = 8;
 CS_HD inline std::uint32_t lz4_table_chain(const std::uint16_t* tbl, std::uint32_t* r, std::uint32_t end,
                                            std::uint16_t* toks, std::uint32_t cap, bool writer) {
+  static_cast<void>(end);  // the fixed points at and past end stop the chain
   std::uint32_t at = *r, n = 0;
-  std::uint32_t next = tbl[at];
-  while (n < cap && next != 0) {
-    const std::uint32_t after = tbl[next < end ? next : end];
+  while (n + kLz4ChainSteps <= cap) {
+    std::uint32_t p[kLz4ChainSteps + 1];
+    p[0] = at;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t k = 0; k < kLz4ChainSteps; ++k) p[k + 1] = tbl[p[k]];
+    std::uint32_t moved = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t k = 0; k < kLz4ChainSteps; ++k) {
+      if (writer) toks[n + k] = static_cast<std::uint16_t>(p[k]);
+      moved += p[k + 1] != p[k] ? 1u : 0u;
+    }
+    n += moved;
+    at = p[kLz4ChainSteps];  // == p[moved]: a fixed point stays
+    if (moved < kLz4ChainSteps) {
+      *r = at;
+      return n;
+    }
+  }
+  for (; n < cap; ++n) {  // the last few below cap, one at a time
+    const std::uint32_t next = tbl[at];
+    if (next == at) break;
     if (writer) toks[n] = static_cast<std::uint16_t>(at);
-    ++n;
     at = next;
-    if (at >= end) break;
-    next = after;
   }
   *r = at;
   return n;
@@ -403,10 +426,10 @@ CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* 
 
 // The table walk: the contract of lz4_segment_walk (same status, marks and count). The caller's
 // `team` runs the team's parts, and returns with their results visible to the walker:
-//   team.stage(window, r_begin, r_end, len, left0): fill tbl over [r_begin, r_end) of the window
+//   team.stage(window, r_begin, r_end, len, left0): fill tbl over [r_begin, len] of the window
 //     just staged, `len` bytes from base (lz4_table_fill; left0 = in_size - base);
 //   team.tokens(window, len, left0, n, op0) -> ok: the token pass over toks[0, n), at[] written.
-// `tbl` holds rd.cap entries (kLz4TableWindowMin <= rd.cap <=
+// `tbl` holds rd.cap + 1 entries (kLz4TableWindowMin <= rd.cap <=
 // kLz4TableWindowMax), toks `cap` >= 1 entries (the chain lists at most that many tokens at a
 // time; lz4_table_token_cap(rd.cap) holds a whole window), at one more. `writer`: whether this
 // thread of the walker stores the chain's tokens.

@@ -232,7 +232,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
     Lz4StagedReader<Lz4MemcpyFill> rd{in, in_size, window.data(), walk_window, {}};
     DecodeStatus st = DecodeStatus::kOk;
     if (walk == Lz4Walk::kTable && walk_window >= kLz4TableWindowMin && walk_window <= kLz4TableWindowMax) {
-      std::vector<std::uint16_t> tbl(walk_window), toks(lz4_table_token_cap(walk_window));
+      std::vector<std::uint16_t> tbl(walk_window + 1), toks(lz4_table_token_cap(walk_window));
       std::vector<std::uint32_t> at(toks.size() + 1);
       Lz4HostTableTeam team{tbl.data(), toks.data(), at.data(), n_out};
       st = lz4_segment_walk_table(rd, team, tbl.data(), toks.data(), static_cast<std::uint32_t>(toks.size()),

@@ -266,7 +266,7 @@ struct SplitShared {
 struct TableShared {
   SplitShared split;
   alignas(16) std::uint8_t window[kTableWindow];
-  std::uint16_t table[kTableWindow];
+  std::uint16_t table[kTableWindow + 2];  // + 1 (lz4_table_fill), + 1 to keep 4-byte alignment
   std::uint16_t toks[kTableTokens];
   std::uint32_t at[kTableTokens + 1];
   std::uint32_t warp_sum[kTableWarps];

@@ -119,7 +119,7 @@ Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk
     w.status = logic::lz4_segment_walk(rd, in_n, out_n, bound, mark, &w.count);
   } else {
     // stale entries must never be read: a walk that read one would go astray
-    std::vector<std::uint16_t> tbl(window, 0xDEAD), toks(logic::lz4_table_token_cap(window));
+    std::vector<std::uint16_t> tbl(window + 1, 0xDEAD), toks(logic::lz4_table_token_cap(window));
     std::vector<std::uint32_t> at(toks.size() + 1);
     // a team of 3 threads, as the device splits the work among its threads
     struct Team {
@@ -204,6 +204,37 @@ TEST(Lz4Segments, TableWalkMarksWhatTheSerialWalkMarks) {
 // block's last sequence. Runs of literals from 16 to 3000 bytes between matches from 4 to 5000:
 // every walk gives the serial walk's marks, and all but a few sequences per window go through the
 // token pass.
+// The chain against a one-step-a-token reference, on random tables with declines (fixed points
+// below end), the identity past end, every start, and caps below, at and above its blocks of
+// kLz4ChainSteps loads: the same tokens, count and stop.
+TEST(Lz4Segments, TableChainListsWhatOneStepAtATimeLists) {
+  std::mt19937 rng(29);
+  for (int round = 0; round < 200; ++round) {
+    const std::uint32_t len = 300 + rng() % 2000, end = len - 280 + rng() % 200;
+    std::vector<std::uint16_t> tbl(len + 1);
+    for (std::uint32_t r = 0; r <= len; ++r) {
+      const std::uint32_t step = rng() % 7 == 0 ? 0u : 3 + rng() % (round % 2 == 0 ? 8 : 60);
+      tbl[r] = static_cast<std::uint16_t>(r < end && rng() % 23 != 0 ? std::min(r + step, len) : r);
+      if (r >= end) tbl[r] = static_cast<std::uint16_t>(r);
+    }
+    for (const std::uint32_t cap : {1u, 7u, 8u, 9u, 16u, 17u, 1024u}) {
+      const std::uint32_t start = rng() % end;
+      std::vector<std::uint16_t> want;
+      std::uint32_t at = start;
+      while (want.size() < cap && tbl[at] != at) {
+        want.push_back(static_cast<std::uint16_t>(at));
+        at = tbl[at];
+      }
+      std::vector<std::uint16_t> toks(cap, 0xBEEF);
+      std::uint32_t r = start;
+      const std::uint32_t n = logic::lz4_table_chain(tbl.data(), &r, end, toks.data(), cap, true);
+      ASSERT_EQ(n, want.size()) << "round " << round << " cap " << cap;
+      EXPECT_EQ(r, at) << "round " << round << " cap " << cap;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), toks.begin())) << "round " << round << " cap " << cap;
+    }
+  }
+}
+
 TEST(Lz4Segments, TableTakesLongLiteralRunsAndLongMatches) {
   std::mt19937 rng(41);
   Buf src;
@@ -233,7 +264,7 @@ TEST(Lz4Segments, TableTakesLongLiteralRunsAndLongMatches) {
   const std::size_t window = 8192;
   std::vector<std::uint8_t> win(window);
   logic::Lz4StagedReader<logic::Lz4MemcpyFill> rd{enc.data(), enc.size(), win.data(), window, {}};
-  std::vector<std::uint16_t> tbl(window), toks(logic::lz4_table_token_cap(window));
+  std::vector<std::uint16_t> tbl(window + 1), toks(logic::lz4_table_token_cap(window));
   std::vector<std::uint32_t> at(toks.size() + 1);
   Counting team{{tbl.data(), toks.data(), at.data(), static_cast<std::uint32_t>(src.size())}};
   std::uint32_t count = 0;
