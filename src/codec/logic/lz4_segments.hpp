@@ -203,7 +203,7 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
 // with a shorter chain, a staged window at a time, with a team of threads (on the GPU the
 // buffer's thread block; on the host one thread):
 //  1. the table (the team): for every position r of the window, where the next token would be
-//     if a token stood at r (lz4_table_shape; 0 where it declines), independently;
+//     if a token stood at r (lz4_table_shape; r itself where it declines), independently;
 //  2. the chain (one warp or thread): from the walk's position, one table load a token lists
 //     the window's tokens (lz4_table_chain);
 //  3. the tokens (the team, lz4_table_token_sum and _place): each thread reads its tokens' sequences
