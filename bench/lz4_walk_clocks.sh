@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Where one numcodecs-LZ4 table walk spends its cycles, by phase (issue 4, docs/gpu_decoders.md):
+# a copy of the tree with bench/lz4_walk_clocks.patch applied (clock64() around the table walk's
+# phases in codec/logic/lz4_segments.hpp; every 16th walk of a buffer over 1 MiB prints its
+# counters), gpu_decode_bench built from it, each case of CASES (CS_BENCH_CASE texts separated by
+# ';') run once, and per case the medians over the printed walks: each phase's share of the walk,
+# cycles a window and cycles a token of the chain -> $OUT/clocks.txt.
+#
+#   OUT=/empty/dir CASES="era5_4MiB x1 / lz4;era5_4MiB x256 / lz4" bash bench/lz4_walk_clocks.sh
+#
+# The phases: stage (the window's refill and its table fill, barriers included), chain (warp 0
+# alone), tok (the token pass), marks (warp 0 alone), serial (the sequences the table declines).
+# The counters cost a few cycles a phase; compare shares and cycles, not the bench's times. The
+# patch is against the walk as of session 30: if it no longer applies, refresh it with the walk.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?set OUT}
+CASES=${CASES:-era5_4MiB x1 / lz4;era5_4MiB x256 / lz4;synth_721x1440 x256 / lz4}
+TREE=${TREE:-/tmp/cs_walk_clocks}
+mkdir -p "$OUT"
+log() { printf '[walk_clocks %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+rm -rf "$TREE" && mkdir -p "$TREE"
+tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$TREE"
+(cd "$TREE" && patch -p1 -s <bench/lz4_walk_clocks.patch) || { log "the patch does not apply"; exit 1; }
+log build
+extra=()
+[ -d .devdeps/usr/include ] && extra=(-DCMAKE_CXX_FLAGS=-I$PWD/.devdeps/usr/include)
+cmake -S "$TREE" -B "$TREE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
+  -DCUBESTREAM_BUILD_TESTS=OFF "${extra[@]}" >"$OUT/clocks_build.log" 2>&1 &&
+  ninja -C "$TREE/build" gpu_decode_bench >>"$OUT/clocks_build.log" 2>&1 ||
+  { log "build failed"; grep -E "error" "$OUT/clocks_build.log" | head; exit 1; }
+IFS=';' read -r -a cases <<<"$CASES"
+for c in "${cases[@]}"; do
+  log "case '$c'"
+  echo "## $c" >>"$OUT/clocks.txt"
+  CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 120 \
+    "$TREE/build/gpu_decode_bench" 2>&1 | grep '^CLK' >"$OUT/clk.tmp"
+  /usr/bin/python3 - "$OUT/clk.tmp" <<'PY' | tee -a "$OUT/clocks.txt"
+import re, statistics, sys
+rows = []
+for line in open(sys.argv[1]):
+    n = [int(x) for x in re.findall(r"-?\d+", line)]
+    # in, total, stage, windows, restages, chain, calls, tokens, tok, marks, serial, serial steps
+    if len(n) == 12:
+        rows.append(n)
+if not rows:
+    print("no walks printed")
+    sys.exit(0)
+med = lambda f: statistics.median(f(r) for r in rows)
+print(f"walks {len(rows)}; cycles a walk {med(lambda r: r[1]):.0f}; windows {med(lambda r: r[3]):.0f}; "
+      f"cycles a window {med(lambda r: r[1] / r[3]):.0f}; chain cycles a token {med(lambda r: r[5] / max(r[7], 1)):.1f}")
+for name, k in (("stage", 2), ("chain", 5), ("tok", 8), ("marks", 9), ("serial", 10)):
+    print(f"  {name:6s} {100 * med(lambda r: r[k] / r[1]):5.1f} % of the walk, {med(lambda r: r[k] / r[3]):7.0f} cycles a window")
+PY
+done
+rm -f "$OUT/clk.tmp"
+log done
