@@ -276,10 +276,10 @@ CS_HD inline bool lz4_table_shape(const std::uint8_t* w, std::uint32_t avail, st
 // r + the input size of the sequence a token at r would start (lz4_table_shape), or r itself
 // where the table declines it; and tbl[r] = r for r in [r_end, len] (the table has len + 1
 // entries: an entry can equal len). Every position where the chain stops, a decline or past the
-// table's end, is thus a fixed point, so lz4_table_chain steps without a test between loads. `len` is the window's staged bytes, `left0` the block's bytes from the
-// window's start. Most positions take lz4_fast_next (no branch on the bytes, so a lane's
-// positions overlap); where it declines (a length byte of 255, the block's end) the general
-// shape decides.
+// table's end, is thus a fixed point, so lz4_table_chain steps without a test between loads.
+// `len` is the window's staged bytes, `left0` the block's bytes from the window's start. Most
+// positions take lz4_fast_next (no branch on the bytes, so a lane's positions overlap); where it
+// declines (a length byte of 255, the block's end) the general shape decides.
 CS_HD inline void lz4_table_fill(const std::uint8_t* w, std::uint16_t* tbl, std::uint32_t r_begin,
                                  std::uint32_t r_end, std::uint32_t len, std::uint32_t left0, std::uint32_t first,
                                  std::uint32_t stride) {

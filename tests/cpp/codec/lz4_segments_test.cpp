@@ -199,11 +199,6 @@ TEST(Lz4Segments, TableWalkMarksWhatTheSerialWalkMarks) {
   expect_same_walk(liblz4_block(zeros, 0), zeros.size(), 8192, "zeros");
 }
 
-// Literal runs of 270 bytes and more and matches of 274 and more take two or more length bytes:
-// the table takes them (lz4_table_shape), so the chain stops only at window ends and at the
-// block's last sequence. Runs of literals from 16 to 3000 bytes between matches from 4 to 5000:
-// every walk gives the serial walk's marks, and all but a few sequences per window go through the
-// token pass.
 // The chain against a one-step-a-token reference, on random tables with declines (fixed points
 // below end), the identity past end, every start, and caps below, at and above its blocks of
 // kLz4ChainSteps loads: the same tokens, count and stop.
@@ -235,6 +230,11 @@ TEST(Lz4Segments, TableChainListsWhatOneStepAtATimeLists) {
   }
 }
 
+// Literal runs of 270 bytes and more and matches of 274 and more take two or more length bytes:
+// the table takes them (lz4_table_shape), so the chain stops only at window ends and at the
+// block's last sequence. Runs of literals from 16 to 3000 bytes between matches from 4 to 5000:
+// every walk gives the serial walk's marks, and all but a few sequences per window go through the
+// token pass.
 TEST(Lz4Segments, TableTakesLongLiteralRunsAndLongMatches) {
   std::mt19937 rng(41);
   Buf src;
