@@ -127,10 +127,16 @@ struct Lz4StagedReader {
     return window[i - base];
   }
 
-  // Refills the window so that it starts at input byte i (i < size) or up to 15 bytes before.
-  CS_HD void stage(std::size_t i) {
+  // Where a window that must hold input byte i starts: i, or up to 15 bytes before it where that
+  // makes src + start 16-byte aligned.
+  CS_HD std::size_t aligned_start(std::size_t i) const {
     const std::size_t back = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(src + i) & 15u);
-    base = back <= i ? i - back : i;
+    return back <= i ? i - back : i;
+  }
+
+  // Refills the window so that it starts at aligned_start(i) (i < size).
+  CS_HD void stage(std::size_t i) {
+    base = aligned_start(i);
     len = size - base < cap ? size - base : cap;
     fill(window, src + base, len);
   }

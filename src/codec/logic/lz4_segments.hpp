@@ -28,6 +28,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "codec/logic/decode_status.hpp"
@@ -425,49 +427,103 @@ CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* 
 }
 
 // The table walk: the contract of lz4_segment_walk (same status, marks and count). The caller's
-// `team` runs the team's parts, and returns with their results visible to the walker:
-//   team.stage(window, r_begin, r_end, len, left0): fill tbl over [r_begin, len] of the window
-//     just staged, `len` bytes from base (lz4_table_fill; left0 = in_size - base);
-//   team.tokens(window, len, left0, n, op0) -> ok: the token pass over toks[0, n), at[] written.
-// `tbl` holds rd.cap + 1 entries (kLz4TableWindowMin <= rd.cap <=
-// kLz4TableWindowMax), toks `cap` >= 1 entries (the chain lists at most that many tokens at a
-// time; lz4_table_token_cap(rd.cap) holds a whole window), at one more. `writer`: whether this
-// thread of the walker stores the chain's tokens.
+// `team` runs the team's parts, and returns with their results visible to the walker (k names
+// one of the team's buffers, a window of rd.cap bytes and its table: always 0 without Ahead):
+//   Team::Ahead: std::true_type where the team fills the next window ahead (below), else false;
+//   team.table(k): buffer k's table, rd.cap + 1 entries (kLz4TableWindowMin <= rd.cap <=
+//     kLz4TableWindowMax);
+//   team.stage(k, window, r_begin, r_end, len, left0): fill table(k) over [r_begin, len] of the
+//     window just staged into buffer k, `len` bytes from base (lz4_table_fill; left0 = in_size -
+//     base);
+//   team.tokens(k, window, len, left0, n, op0) -> ok: the token pass over toks[0, n), at[] written;
+// and where Team::Ahead is true:
+//   team.window(k): buffer k's window, rd.cap bytes (rd.window is window(0) at the start);
+//   team.ahead(k, src, len, end, left0): copy len bytes from src into window(k) and fill table(k)
+//     over [0, len] as stage(k, window(k), 0, end, len, left0) would; it may still be running
+//     when ahead returns (on the GPU the helper warps do it while the walker chains), and the
+//     walk touches neither window(k) nor table(k) until
+//   team.join(): returns once the last ahead is complete (at once if none is running).
+// With Ahead, each time the walk takes a table it has the team fill, into the other buffer, the
+// window that starts where this table ends (windows fixed in the input rather than at the walk's
+// position: the chain leaves a table past its end, within the fast path's span, so it lands in
+// the next window's table). When the walk next needs a table, it takes that one if it holds ip,
+// else it stages a window at ip as without Ahead. The marks, statuses and counts do not change.
+// toks holds `cap` >= 1 entries (the chain lists at most that many tokens at a time;
+// lz4_table_token_cap(rd.cap) holds a whole window), at one more. `writer`: whether this thread
+// of the walker stores the chain's tokens.
 CS_HD_TEMPLATE
 template <class Fill, class Team, class Mark>
-CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team& team, const std::uint16_t* tbl,
-                                                 std::uint16_t* toks, std::uint32_t cap,
-                                                 const std::uint32_t* at, bool writer, std::uint32_t in_size,
-                                                 std::uint32_t size, std::size_t max_segments, Mark&& mark,
-                                                 std::uint32_t* segments) {
+CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team& team, std::uint16_t* toks,
+                                                 std::uint32_t cap, const std::uint32_t* at, bool writer,
+                                                 std::uint32_t in_size, std::uint32_t size,
+                                                 std::size_t max_segments, Mark&& mark, std::uint32_t* segments) {
   *segments = 0;
   if (in_size == 0) return DecodeStatus::kCorrupt;  // not a block (the empty block is a 0 token)
   std::uint32_t ip = 0, op = 0;
   Lz4SegmentMarks m;
   std::size_t tbl_base = ~std::size_t{0};  // the window the table belongs to
   std::uint32_t tbl_end = 0;
+  std::uint32_t k = 0;  // the buffer rd reads and the chain walks
+  // the window filled ahead (Team::Ahead), into buffer k ^ 1
+  bool ahead = false;
+  std::size_t ahead_base = 0, ahead_len = 0;
+  std::uint32_t ahead_end = 0;
   for (;;) {
     if (in_size - ip >= kLz4FastSpan + 3) {
       if (rd.base != tbl_base || std::size_t{ip} - rd.base >= tbl_end) {
-        // a table for the window at ip: this one if it holds enough positions past ip, else a
-        // window staged at ip (the serial steps move the window too: a new base, a new table)
-        std::uint32_t end = lz4_table_end(rd.base, rd.len, in_size);
-        const std::size_t r = std::size_t{ip} - rd.base;  // wraps around when ip < base
-        if (r >= end || (end - r < kLz4TableMinRun && rd.base + rd.len < in_size)) {
-          rd.len = 0;
-          static_cast<void>(rd[ip]);
-          end = lz4_table_end(rd.base, rd.len, in_size);
+        bool taken = false;
+        if constexpr (Team::Ahead::value) {
+          if (ahead) {
+            team.join();
+            ahead = false;
+            if (std::size_t{ip} - ahead_base < ahead_end) {  // wraps around when ip < ahead_base
+              k ^= 1u;
+              rd.window = team.window(k);
+              rd.base = ahead_base;
+              rd.len = ahead_len;
+              tbl_base = ahead_base;
+              tbl_end = ahead_end;
+              taken = true;
+            }
+          }
         }
-        team.stage(static_cast<const std::uint8_t*>(rd.window), static_cast<std::uint32_t>(ip - rd.base), end,
-                   static_cast<std::uint32_t>(rd.len), static_cast<std::uint32_t>(in_size - rd.base));
-        tbl_base = rd.base;
-        tbl_end = end;
+        if (!taken) {
+          // a table for the window at ip: this one if it holds enough positions past ip, else a
+          // window staged at ip (the serial steps move the window too: a new base, a new table)
+          std::uint32_t end = lz4_table_end(rd.base, rd.len, in_size);
+          const std::size_t r = std::size_t{ip} - rd.base;  // wraps around when ip < base
+          if (r >= end || (end - r < kLz4TableMinRun && rd.base + rd.len < in_size)) {
+            rd.len = 0;
+            static_cast<void>(rd[ip]);
+            end = lz4_table_end(rd.base, rd.len, in_size);
+          }
+          team.stage(k, static_cast<const std::uint8_t*>(rd.window), static_cast<std::uint32_t>(ip - rd.base), end,
+                     static_cast<std::uint32_t>(rd.len), static_cast<std::uint32_t>(in_size - rd.base));
+          tbl_base = rd.base;
+          tbl_end = end;
+        }
+        if constexpr (Team::Ahead::value) {
+          // the next window, from where this table ends
+          const std::size_t next = rd.aligned_start(rd.base + tbl_end);
+          if (rd.base + rd.len < in_size && next > rd.base) {
+            const std::size_t len = in_size - next < rd.cap ? in_size - next : rd.cap;
+            const std::uint32_t end = lz4_table_end(next, len, in_size);
+            if (end != 0) {
+              team.ahead(k ^ 1u, rd.src + next, static_cast<std::uint32_t>(len), end,
+                         static_cast<std::uint32_t>(in_size - next));
+              ahead = true;
+              ahead_base = next;
+              ahead_len = len;
+              ahead_end = end;
+            }
+          }
+        }
       }
       const auto base = static_cast<std::uint32_t>(rd.base);
       std::uint32_t r = ip - base;
-      const std::uint32_t n = lz4_table_chain(tbl, &r, tbl_end, toks, cap, writer);
+      const std::uint32_t n = lz4_table_chain(team.table(k), &r, tbl_end, toks, cap, writer);
       if (n != 0) {
-        const std::uint32_t ok = team.tokens(static_cast<const std::uint8_t*>(rd.window),
+        const std::uint32_t ok = team.tokens(k, static_cast<const std::uint8_t*>(rd.window),
                                              static_cast<std::uint32_t>(rd.len), in_size - base, n, op);
         if (!lz4_table_marks(at, toks, base, ok, max_segments, &m, mark)) return DecodeStatus::kCorrupt;
         if (ok != 0) {
@@ -489,20 +545,33 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }
 
-// The host's team: one thread does every part.
-struct Lz4HostTableTeam {
-  std::uint16_t* tbl;
+// The host's team: one thread does every part; WithAhead, two buffers, and the window ahead
+// filled at once.
+template <bool WithAhead = false>
+struct Lz4HostTableTeamOf {
+  using Ahead = std::bool_constant<WithAhead>;
+  std::uint16_t* tbl[2];
+  std::uint8_t* win[2];  // (the windows: only WithAhead)
   const std::uint16_t* toks;
   std::uint32_t* at;
   std::uint32_t size;
-  void stage(const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len, std::uint32_t left0) {
-    lz4_table_fill(w, tbl, r0, end, len, left0, 0, 1);
+  const std::uint16_t* table(std::uint32_t k) const { return tbl[k]; }
+  std::uint8_t* window(std::uint32_t k) const { return win[k]; }
+  void stage(std::uint32_t k, const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len,
+             std::uint32_t left0) {
+    lz4_table_fill(w, tbl[k], r0, end, len, left0, 0, 1);
   }
-  std::uint32_t tokens(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0, std::uint32_t n,
-                       std::uint32_t op0) {
+  void ahead(std::uint32_t k, const std::uint8_t* src, std::uint32_t len, std::uint32_t end, std::uint32_t left0) {
+    std::memcpy(win[k], src, len);
+    lz4_table_fill(win[k], tbl[k], 0, end, len, left0, 0, 1);
+  }
+  void join() {}
+  std::uint32_t tokens(std::uint32_t, const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
+                       std::uint32_t n, std::uint32_t op0) {
     return lz4_table_token_place(w, len, left0, size, toks, n, 0, n, op0, at);
   }
 };
+using Lz4HostTableTeam = Lz4HostTableTeamOf<false>;
 
 // Matches longer than this are copied by the whole warp, each alone; shorter ones by one lane
 // each, all of a group at once (a lane holds a match's bytes in registers between its loads and

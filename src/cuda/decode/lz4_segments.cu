@@ -42,7 +42,24 @@ using logic::DecodeStatus;
 
 constexpr unsigned kWalkWarps = 4;
 constexpr std::size_t kWalkWindow = 8192;
-constexpr std::size_t kTableWindow = 8192;
+// With CS_LZ4_TABLE_AHEAD=1 the table walk fills the next window's table ahead (the helper
+// warps, while warp 0 chains the current one: lz4_segment_walk_table's Team::Ahead), in a second
+// window and table; its windows are then 4 KiB so that both fit the shared memory one window of
+// 8 KiB takes (-DCS_LZ4_TABLE_WINDOW=n sets the window, up to 6144 with the window ahead under
+// the 48 KiB of static shared memory). Off until it is measured on a GPU: the host tests and the
+// fuzzer check its walk (Lz4Walk::kTableAhead), nothing has run its kernel code yet
+// (docs/gpu_decoders.md, session 30).
+#ifndef CS_LZ4_TABLE_AHEAD
+#define CS_LZ4_TABLE_AHEAD 0
+#endif
+constexpr bool kTableAhead = CS_LZ4_TABLE_AHEAD != 0;
+constexpr unsigned kTableBuffers = kTableAhead ? 2 : 1;
+#ifdef CS_LZ4_TABLE_WINDOW
+constexpr std::size_t kTableWindow = CS_LZ4_TABLE_WINDOW;
+#else
+constexpr std::size_t kTableWindow = kTableAhead ? 4096 : 8192;
+#endif
+static_assert(kTableWindow % 16 == 0, "windows are filled with 16-byte stores");
 // Tokens the chain lists at a time (a window of the era5-like chunks holds ~150, of the synth
 // fields ~500; more take several token passes).
 constexpr std::uint32_t kTableTokens = 1024;
@@ -229,17 +246,24 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
 // hands out a job (named barrier 1: the job and its inputs are ready), every warp does it, and
 // barrier 2 closes it (barrier 3 orders the token pass's scan). The helpers leave on the job
 // kDone.
-enum class TableJobKind : std::uint32_t { kStage, kFill, kTokens, kSplit, kDone };
+// kAhead is the one job that warp 0 hands out without doing a part of it: it arrives at
+// barrier 1 instead of waiting there, chains the current window while the helpers copy the next
+// window and fill its table (named barrier 4 among the helpers between the two), and waits at
+// barrier 2 only when it needs the helpers again (join).
+enum class TableJobKind : std::uint32_t { kStage, kFill, kTokens, kAhead, kSplit, kDone };
 struct TableJob {
   TableJobKind kind;
-  std::uint32_t r0, end;          // kFill
+  std::uint32_t r0, end;          // kFill, kAhead (end)
   std::uint32_t n, op0;           // kTokens
   std::uint32_t len, left0, size; // the window's staged bytes, the block's bytes from its start
-  const std::uint8_t* src;        // kStage: len bytes from src into the window
-  const std::uint8_t* src_end;    // kStage: one past the block's input (the prefetch's bound)
+  std::uint32_t k;                // kFill, kTokens, kAhead: the buffer (window and table)
+  std::uint8_t* dst;              // kStage: the window to fill
+  const std::uint8_t* src;        // kStage, kAhead: len bytes from src into the window
+  const std::uint8_t* src_end;    // kStage, kAhead: one past the block's input (the prefetch's bound)
 };
 
 constexpr unsigned kTableThreads = 32 * kTableWarps;
+constexpr unsigned kTableHelpers = kTableThreads - 32;  // the warps besides the walker
 static_assert(logic::kLz4SplitMaxRegions <= kTableThreads, "the split walk: a thread per region");
 
 // Segments of a split-walked buffer in the queue or in work at a time (see split_job; at most a
@@ -266,8 +290,8 @@ struct SplitShared {
 
 struct TableShared {
   SplitShared split;
-  alignas(16) std::uint8_t window[kTableWindow];
-  std::uint16_t table[kTableWindow + 2];  // + 1 (lz4_table_fill), + 1 to keep 4-byte alignment
+  alignas(16) std::uint8_t window[kTableBuffers][kTableWindow];
+  std::uint16_t table[kTableBuffers][kTableWindow + 2];  // + 1 (lz4_table_fill), + 1 to keep 4-byte alignment
   std::uint16_t toks[kTableTokens];
   std::uint32_t at[kTableTokens + 1];
   std::uint32_t warp_sum[kTableWarps];
@@ -383,6 +407,47 @@ __device__ void split_job(TableShared& sh) {
   }
 }
 
+// A window's refill by `threads` threads (thread t of them): 16-byte loads where the source is
+// aligned (the staged reader aligns its windows where the input allows), then the next window's
+// lines prefetched into L2, one 128-byte line a thread.
+__device__ void block_copy_window(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len,
+                                  const std::uint8_t* src_end, unsigned t, unsigned threads) {
+  std::uint32_t done = 0;
+  if ((reinterpret_cast<std::uintptr_t>(src) & 15u) == 0) {
+    const std::uint32_t vecs = len / 16;
+    const auto* s16 = reinterpret_cast<const uint4*>(src);
+    auto* w16 = reinterpret_cast<uint4*>(dst);
+#pragma unroll 2
+    for (std::uint32_t v = t; v < vecs; v += threads) w16[v] = __ldg(s16 + v);
+    done = vecs * 16;
+  }
+  for (std::uint32_t k = done + t; k < len; k += threads) dst[k] = __ldg(src + k);
+  const std::uint8_t* next = src + len + 128 * static_cast<std::size_t>(t);
+  if (t < kTableWindow / 128 && next < src_end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+}
+
+// The token pass by warp 0 alone (while the helpers fill the window ahead): the same parts as
+// the block's kTokens job over 32 lanes, the scan and the first failing token by shuffles.
+__device__ std::uint32_t warp_tokens(TableShared& sh, std::uint32_t k, std::uint32_t len, std::uint32_t left0,
+                                     std::uint32_t n, std::uint32_t op0, std::uint32_t size, unsigned lane) {
+  __syncwarp();  // lane 0 listed the tokens
+  std::uint32_t i0 = 0, i1 = 0;
+  logic::lz4_table_share(n, lane, 32, &i0, &i1);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks, i0, i1);
+  std::uint32_t v = sum;
+#pragma unroll
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const std::uint32_t up = __shfl_up_sync(kFullMask, v, d);
+    if (lane >= d) v += up;
+  }
+  std::uint32_t bad =
+      logic::lz4_table_token_place(sh.window[k], len, left0, size, sh.toks, n, i0, i1, op0 + v - sum, sh.at);
+#pragma unroll
+  for (unsigned d = 16; d != 0; d /= 2) bad = min(bad, __shfl_xor_sync(kFullMask, bad, d));
+  __syncwarp();  // at[] before the marks read it
+  return bad;
+}
+
 __device__ void table_job(TableShared& sh, const TableJob& j) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t / 32;
   if (j.kind == TableJobKind::kSplit) {
@@ -394,29 +459,24 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
     // instead of the walker warp's 16 loads a lane in 4 dependent rounds (session 30's clocks:
     // staging and table fill ~10 k cycles a window, 42 % of an era5-like buffer's walk). Then
     // the next window's lines prefetched into L2, one 128-byte line a thread.
-    const std::uint8_t* src = j.src;
-    std::uint32_t done = 0;
-    if ((reinterpret_cast<std::uintptr_t>(src) & 15u) == 0) {
-      const std::uint32_t vecs = j.len / 16;
-      const auto* s16 = reinterpret_cast<const uint4*>(src);
-      auto* w16 = reinterpret_cast<uint4*>(sh.window);
-#pragma unroll 2
-      for (std::uint32_t v = t; v < vecs; v += kTableThreads) w16[v] = __ldg(s16 + v);
-      done = vecs * 16;
-    }
-    for (std::uint32_t k = done + t; k < j.len; k += kTableThreads) sh.window[k] = __ldg(src + k);
-    const std::uint8_t* next = src + j.len + 128 * static_cast<std::size_t>(t);
-    if (t < kTableWindow / 128 && next < j.src_end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+    block_copy_window(j.dst, j.src, j.len, j.src_end, t, kTableThreads);
     return;
   }
   if (j.kind == TableJobKind::kFill) {
-    logic::lz4_table_fill(sh.window, sh.table, j.r0, j.end, j.len, j.left0, t, kTableThreads);
+    logic::lz4_table_fill(sh.window[j.k], sh.table[j.k], j.r0, j.end, j.len, j.left0, t, kTableThreads);
+    return;
+  }
+  if (j.kind == TableJobKind::kAhead) {  // the helpers alone (warp 0 is chaining)
+    const unsigned h = t - 32;
+    block_copy_window(sh.window[j.k], j.src, j.len, j.src_end, h, kTableHelpers);
+    bar_sync_id<4>(kTableHelpers);
+    logic::lz4_table_fill(sh.window[j.k], sh.table[j.k], 0, j.end, j.len, j.left0, h, kTableHelpers);
     return;
   }
   // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window, j.len, j.left0, sh.toks, i0, i1);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks, i0, i1);
   std::uint32_t v = sum;
 #pragma unroll
   for (unsigned d = 1; d < 32; d *= 2) {
@@ -428,7 +488,7 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   std::uint32_t pre = v - sum;
   for (unsigned w = 0; w < warp; ++w) pre += sh.warp_sum[w];
   const std::uint32_t bad =
-      logic::lz4_table_token_place(sh.window, j.len, j.left0, j.size, sh.toks, j.n, i0, i1, j.op0 + pre, sh.at);
+      logic::lz4_table_token_place(sh.window[j.k], j.len, j.left0, j.size, sh.toks, j.n, i0, i1, j.op0 + pre, sh.at);
   if (bad < j.n) atomicMin(&sh.first_bad, bad);
 }
 
@@ -444,8 +504,17 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
       bar_sync_id<2>(kTableThreads);
     }
   }
-  // warp 0: hands out job j, does its part, returns once every warp has done its part
+  // warp 0: hands out job j, does its part, returns once every warp has done its part; the
+  // helpers must first have finished the window ahead, if one is being filled (join)
+  bool pending = false;  // the helpers are filling a window ahead (the same in every lane)
+  const auto join = [&] {
+    if (pending) {
+      bar_sync_id<2>(kTableThreads);
+      pending = false;
+    }
+  };
   const auto run = [&](const TableJob& j) {
+    join();
     if (lane == 0) {
       sh.job = j;
       sh.first_bad = j.n;
@@ -453,6 +522,13 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
     bar_sync_id<1>(kTableThreads);
     table_job(sh, j);
     bar_sync_id<2>(kTableThreads);
+  };
+  // hands out the window ahead and returns at once (the helpers' kAhead job)
+  const auto post = [&](const TableJob& j) {
+    join();
+    if (lane == 0) sh.job = j;
+    bar_arrive_id<1>(kTableThreads);
+    pending = true;
   };
   walk_buffer(b, i, s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
@@ -475,41 +551,59 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     sp.paced = s.paced + slots.buffer;
                     sp.paced_pending = s.paced_pending;
                   }
-                  run(TableJob{TableJobKind::kSplit, 0, 0, 0, 0, 0, 0, size, nullptr, nullptr});
+                  run(TableJob{TableJobKind::kSplit, 0, 0, 0, 0, 0, 0, size, 0, nullptr, nullptr, nullptr});
                   if (sh.split.accepted != 0) {
                     *count = sh.split.count;
                     slots.pushed = true;
                     return DecodeStatus::kOk;
                   }
                 }
+                const std::uint8_t* const in_end = in + in_size;
                 // the reader's refills are block jobs (kStage): every warp of the block meets run's
                 // barriers while warp 0 walks, and the barriers order the window's bytes
                 struct BlockFill {
                   decltype(run)& go;
                   const std::uint8_t* end;
-                  __device__ void operator()(std::uint8_t*, const std::uint8_t* src, std::size_t n) {
-                    go(TableJob{TableJobKind::kStage, 0, 0, 0, 0, static_cast<std::uint32_t>(n), 0, 0, src, end});
+                  __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
+                    go(TableJob{TableJobKind::kStage, 0, 0, 0, 0, static_cast<std::uint32_t>(n), 0, 0, 0, win, src,
+                                end});
                   }
                 };
-                logic::Lz4StagedReader<BlockFill> rd{in, in_size, sh.window, kTableWindow, BlockFill{run, in + in_size}};
+                logic::Lz4StagedReader<BlockFill> rd{in, in_size, sh.window[0], kTableWindow, BlockFill{run, in_end}};
                 struct Team {
+                  using Ahead = std::bool_constant<kTableAhead>;
                   decltype(run)& go;
+                  decltype(post)& go_ahead;
+                  decltype(join)& join_ahead;
+                  const bool& pending;
                   TableShared& sh;
                   std::uint32_t size;
-                  __device__ void stage(const std::uint8_t*, std::uint32_t r0, std::uint32_t end, std::uint32_t len,
-                                        std::uint32_t left0) {
-                    go(TableJob{TableJobKind::kFill, r0, end, 0, 0, len, left0, size, nullptr, nullptr});
+                  const std::uint8_t* in_end;
+                  unsigned lane;
+                  __device__ const std::uint16_t* table(std::uint32_t k) const { return sh.table[k]; }
+                  __device__ std::uint8_t* window(std::uint32_t k) const { return sh.window[k]; }
+                  __device__ void stage(std::uint32_t k, const std::uint8_t*, std::uint32_t r0, std::uint32_t end,
+                                        std::uint32_t len, std::uint32_t left0) {
+                    go(TableJob{TableJobKind::kFill, r0, end, 0, 0, len, left0, size, k, nullptr, nullptr, nullptr});
                   }
-                  __device__ std::uint32_t tokens(const std::uint8_t*, std::uint32_t len, std::uint32_t left0,
-                                                  std::uint32_t n, std::uint32_t op0) {
-                    go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size, nullptr, nullptr});
+                  __device__ void ahead(std::uint32_t k, const std::uint8_t* src, std::uint32_t len, std::uint32_t end,
+                                        std::uint32_t left0) {
+                    go_ahead(TableJob{TableJobKind::kAhead, 0, end, 0, 0, len, left0, size, k, nullptr, src, in_end});
+                  }
+                  __device__ void join() { join_ahead(); }
+                  __device__ std::uint32_t tokens(std::uint32_t k, const std::uint8_t*, std::uint32_t len,
+                                                  std::uint32_t left0, std::uint32_t n, std::uint32_t op0) {
+                    // while the helpers fill the window ahead, warp 0 runs the pass alone
+                    if (pending) return warp_tokens(sh, k, len, left0, n, op0, size, lane);
+                    go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size, k, nullptr, nullptr, nullptr});
                     return sh.first_bad;
                   }
-                } team{run, sh, size};
-                return logic::lz4_segment_walk_table(rd, team, sh.table, sh.toks, kTableTokens, sh.at, lane == 0,
-                                                     in_size, size, bound, mark, count);
+                } team{run, post, join, pending, sh, size, in_end, lane};
+                return logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0, in_size, size,
+                                                     bound, mark, count);
               });
   __syncwarp();  // lane 0 finished the buffer's tail alone: the whole warp meets the barrier
+  join();        // a window ahead the walk did not take (a failed walk, the block's end)
   if (lane == 0) sh.job.kind = TableJobKind::kDone;
   bar_sync_id<1>(kTableThreads);
 }
