@@ -8,8 +8,11 @@
 #
 #   OUT=/empty/dir CASES="era5_4MiB x1 / lz4;era5_4MiB x256 / lz4" bash bench/lz4_walk_clocks.sh
 #
-# The phases: stage (the window's refill and its table fill, barriers included), chain (warp 0
-# alone), tok (the token pass), marks (warp 0 alone), serial (the sequences the table declines).
+# The phases: stage (taking the next table: the window's refill and its table fill, barriers
+# included; with CS_LZ4_TABLE_AHEAD=1 the wait for the window ahead, also shown alone as join, and
+# posting the next one), chain (warp 0 alone), tok (the token pass), marks (warp 0 alone), serial
+# (the sequences the table declines). Extra CUDA flags for the build: CUDA_FLAGS (e.g.
+# -DCS_LZ4_TABLE_AHEAD=1).
 # The counters cost a few cycles a phase; compare shares and cycles, not the bench's times. The
 # patch is against the walk as of session 30: if it no longer applies, refresh it with the walk.
 set -uo pipefail
@@ -26,7 +29,7 @@ log build
 extra=()
 [ -d .devdeps/usr/include ] && extra=(-DCMAKE_CXX_FLAGS=-I$PWD/.devdeps/usr/include)
 cmake -S "$TREE" -B "$TREE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
-  -DCUBESTREAM_BUILD_TESTS=OFF "${extra[@]}" >"$OUT/clocks_build.log" 2>&1 &&
+  -DCUBESTREAM_BUILD_TESTS=OFF "-DCMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" "${extra[@]}" >"$OUT/clocks_build.log" 2>&1 &&
   ninja -C "$TREE/build" gpu_decode_bench >>"$OUT/clocks_build.log" 2>&1 ||
   { log "build failed"; grep -E "error" "$OUT/clocks_build.log" | head; exit 1; }
 IFS=';' read -r -a cases <<<"$CASES"
@@ -40,17 +43,19 @@ import re, statistics, sys
 rows = []
 for line in open(sys.argv[1]):
     n = [int(x) for x in re.findall(r"-?\d+", line)]
-    # in, total, stage, windows, restages, chain, calls, tokens, tok, marks, serial, serial steps
-    if len(n) == 12:
+    # in, total, stage, tables, restages, ahead taken, join, chain, calls, tokens, tok, marks,
+    # serial, serial steps
+    if len(n) == 14:
         rows.append(n)
 if not rows:
     print("no walks printed")
     sys.exit(0)
 med = lambda f: statistics.median(f(r) for r in rows)
-print(f"walks {len(rows)}; cycles a walk {med(lambda r: r[1]):.0f}; windows {med(lambda r: r[3]):.0f}; "
-      f"cycles a window {med(lambda r: r[1] / r[3]):.0f}; chain cycles a token {med(lambda r: r[5] / max(r[7], 1)):.1f}")
-for name, k in (("stage", 2), ("chain", 5), ("tok", 8), ("marks", 9), ("serial", 10)):
-    print(f"  {name:6s} {100 * med(lambda r: r[k] / r[1]):5.1f} % of the walk, {med(lambda r: r[k] / r[3]):7.0f} cycles a window")
+print(f"walks {len(rows)}; cycles a walk {med(lambda r: r[1]):.0f}; tables {med(lambda r: r[3]):.0f} "
+      f"({med(lambda r: r[5]):.0f} from the window ahead); cycles a table {med(lambda r: r[1] / r[3]):.0f}; "
+      f"chain cycles a token {med(lambda r: r[7] / max(r[9], 1)):.1f}")
+for name, k in (("stage", 2), ("(join)", 6), ("chain", 7), ("tok", 10), ("marks", 11), ("serial", 12)):
+    print(f"  {name:6s} {100 * med(lambda r: r[k] / r[1]):5.1f} % of the walk, {med(lambda r: r[k] / r[3]):7.0f} cycles a table")
 PY
 done
 rm -f "$OUT/clk.tmp"
