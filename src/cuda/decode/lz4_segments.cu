@@ -580,7 +580,12 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                   std::uint32_t size;
                   const std::uint8_t* in_end;
                   unsigned lane;
-                  __device__ const std::uint16_t* table(std::uint32_t k) const { return sh.table[k]; }
+                  // called once before each chain: lane 0 rewrites toks in it, which every lane
+                  // read in the marks after the last one
+                  __device__ const std::uint16_t* table(std::uint32_t k) const {
+                    __syncwarp();
+                    return sh.table[k];
+                  }
                   __device__ std::uint8_t* window(std::uint32_t k) const { return sh.window[k]; }
                   __device__ void stage(std::uint32_t k, const std::uint8_t*, std::uint32_t r0, std::uint32_t end,
                                         std::uint32_t len, std::uint32_t left0) {
