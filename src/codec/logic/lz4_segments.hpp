@@ -563,7 +563,7 @@ struct Lz4HostTableTeamOf {
   }
   void ahead(std::uint32_t k, const std::uint8_t* src, std::uint32_t len, std::uint32_t end, std::uint32_t left0) {
     std::memcpy(win[k], src, len);
-    lz4_table_fill(win[k], tbl[k], 0, end, len, left0, 0, 1);
+    stage(k, win[k], 0, end, len, left0);
   }
   void join() {}
   std::uint32_t tokens(std::uint32_t, const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,

@@ -304,12 +304,7 @@ struct TableShared {
 template <class T>
 __device__ T block_exclusive_scan(T v, T* warp_sums, T* total) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
-  T x = v;
-#pragma unroll
-  for (unsigned d = 1; d < 32; d *= 2) {
-    const T up = __shfl_up_sync(kFullMask, x, d);
-    if (lane >= d) x += up;
-  }
+  const T x = warp_inclusive_sum(v, lane);
   if (lane == 31) warp_sums[warp] = x;
   bar_sync_id<3>(kTableThreads);
   T pre = x - v, sum = 0;
@@ -407,21 +402,11 @@ __device__ void split_job(TableShared& sh) {
   }
 }
 
-// A window's refill by `threads` threads (thread t of them): 16-byte loads where the source is
-// aligned (the staged reader aligns its windows where the input allows), then the next window's
-// lines prefetched into L2, one 128-byte line a thread.
+// A window's refill by `threads` threads (thread t of them; strided_copy), then the next
+// window's lines prefetched into L2, one 128-byte line a thread.
 __device__ void block_copy_window(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len,
                                   const std::uint8_t* src_end, unsigned t, unsigned threads) {
-  std::uint32_t done = 0;
-  if ((reinterpret_cast<std::uintptr_t>(src) & 15u) == 0) {
-    const std::uint32_t vecs = len / 16;
-    const auto* s16 = reinterpret_cast<const uint4*>(src);
-    auto* w16 = reinterpret_cast<uint4*>(dst);
-#pragma unroll 2
-    for (std::uint32_t v = t; v < vecs; v += threads) w16[v] = __ldg(s16 + v);
-    done = vecs * 16;
-  }
-  for (std::uint32_t k = done + t; k < len; k += threads) dst[k] = __ldg(src + k);
+  strided_copy<2>(dst, src, len, t, threads);  // (two loads a thread fill 8 KiB)
   const std::uint8_t* next = src + len + 128 * static_cast<std::size_t>(t);
   if (t < kTableWindow / 128 && next < src_end) asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
 }
@@ -434,12 +419,7 @@ __device__ std::uint32_t warp_tokens(TableShared& sh, std::uint32_t k, std::uint
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(n, lane, 32, &i0, &i1);
   const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks, i0, i1);
-  std::uint32_t v = sum;
-#pragma unroll
-  for (unsigned d = 1; d < 32; d *= 2) {
-    const std::uint32_t up = __shfl_up_sync(kFullMask, v, d);
-    if (lane >= d) v += up;
-  }
+  const std::uint32_t v = warp_inclusive_sum(sum, lane);
   std::uint32_t bad =
       logic::lz4_table_token_place(sh.window[k], len, left0, size, sh.toks, n, i0, i1, op0 + v - sum, sh.at);
 #pragma unroll
@@ -457,8 +437,7 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   if (j.kind == TableJobKind::kStage) {
     // The window, by the whole block: two 16-byte loads a thread for 8 KiB, one round trip to L2
     // instead of the walker warp's 16 loads a lane in 4 dependent rounds (session 30's clocks:
-    // staging and table fill ~10 k cycles a window, 42 % of an era5-like buffer's walk). Then
-    // the next window's lines prefetched into L2, one 128-byte line a thread.
+    // staging and table fill ~10 k cycles a window, 42 % of an era5-like buffer's walk).
     block_copy_window(j.dst, j.src, j.len, j.src_end, t, kTableThreads);
     return;
   }
@@ -477,12 +456,7 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
   const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks, i0, i1);
-  std::uint32_t v = sum;
-#pragma unroll
-  for (unsigned d = 1; d < 32; d *= 2) {
-    const std::uint32_t up = __shfl_up_sync(kFullMask, v, d);
-    if (lane >= d) v += up;
-  }
+  const std::uint32_t v = warp_inclusive_sum(sum, lane);
   if (lane == 31) sh.warp_sum[warp] = v;
   bar_sync_id<3>(kTableThreads);
   std::uint32_t pre = v - sum;

@@ -22,23 +22,42 @@ inline constexpr unsigned kFullMask = 0xFFFFFFFFu;
 // Bytes of compressed input a warp stages in shared memory (Lz4StagedReader's window).
 inline constexpr std::size_t kWindowBytes = 2048;
 
-// Fills a warp's staging window: 16-byte loads when the source is 16-byte aligned (the reader
-// aligns refills where it can), bytes otherwise. Every lane takes part; the first __syncwarp
-// keeps the window until every lane has read what it needed from the old contents.
+// Copies n bytes from src (global memory) to dst, shared by `threads` threads of which this is
+// thread t: 16-byte loads when src is 16-byte aligned (the staged reader aligns its refills where
+// the input allows), bytes otherwise. Unroll: the 16-byte loads in flight a thread.
+template <unsigned Unroll = 4>
+__device__ inline void strided_copy(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t n, unsigned t,
+                                    unsigned threads) {
+  std::uint32_t done = 0;
+  if ((reinterpret_cast<std::uintptr_t>(src) & 15u) == 0) {
+    const std::uint32_t vecs = n / 16;
+    const auto* s16 = reinterpret_cast<const uint4*>(src);
+    auto* w16 = reinterpret_cast<uint4*>(dst);
+#pragma unroll Unroll
+    for (std::uint32_t v = t; v < vecs; v += threads) w16[v] = __ldg(s16 + v);
+    done = vecs * 16;
+  }
+  for (std::uint32_t k = done + t; k < n; k += threads) dst[k] = __ldg(src + k);
+}
+
+// The sum of v over lanes 0..lane of the warp (every lane calls it).
+template <class T>
+__device__ inline T warp_inclusive_sum(T v, unsigned lane) {
+#pragma unroll
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const T up = __shfl_up_sync(kFullMask, v, d);
+    if (lane >= d) v += up;
+  }
+  return v;
+}
+
+// Fills a warp's staging window (strided_copy by its 32 lanes). Every lane takes part; the first
+// __syncwarp keeps the window until every lane has read what it needed from the old contents.
 struct WarpFill {
   unsigned lane;
   __device__ void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) {
     __syncwarp();
-    std::size_t done = 0;
-    if ((reinterpret_cast<std::uintptr_t>(src) & 15u) == 0) {
-      const std::size_t vecs = n / 16;
-      const auto* s16 = reinterpret_cast<const uint4*>(src);
-      auto* w16 = reinterpret_cast<uint4*>(win);
-#pragma unroll 4
-      for (std::size_t v = lane; v < vecs; v += 32) w16[v] = __ldg(s16 + v);
-      done = vecs * 16;
-    }
-    for (std::size_t k = done + lane; k < n; k += 32) win[k] = __ldg(src + k);
+    strided_copy(win, src, static_cast<std::uint32_t>(n), lane, 32);  // (a window: n < 4 GiB)
     __syncwarp();
   }
 };
@@ -104,13 +123,7 @@ struct RingLanes {
     if (lane == at) p.v = v;
   }
   __device__ std::uint32_t get(PerLane<std::uint32_t>& p, unsigned from) { return __shfl_sync(kFullMask, p.v, from); }
-  __device__ void scan_add(PerLane<std::uint32_t>& p) {
-#pragma unroll
-    for (unsigned d = 1; d < 32; d *= 2) {
-      const std::uint32_t up = __shfl_up_sync(kFullMask, p.v, d);
-      if (lane >= d) p.v += up;
-    }
-  }
+  __device__ void scan_add(PerLane<std::uint32_t>& p) { p.v = warp_inclusive_sum(p.v, lane); }
   __device__ void scan_min(PerLane<std::uint32_t>& p) {
 #pragma unroll
     for (unsigned d = 1; d < 32; d *= 2) {
