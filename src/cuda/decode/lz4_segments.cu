@@ -246,8 +246,8 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
 // hands out a job (named barrier 1: the job and its inputs are ready), every warp does it, and
 // barrier 2 closes it (barrier 3 orders the token pass's scan). The helpers leave on the job
 // kDone.
-// kAhead is the one job that warp 0 hands out without doing a part of it: it arrives at
-// barrier 1 instead of waiting there, chains the current window while the helpers copy the next
+// kAhead is the one job that warp 0 hands out without doing a part of it: it leaves barrier 1
+// without a part in the job, chains the current window while the helpers copy the next
 // window and fill its table (named barrier 4 among the helpers between the two), and waits at
 // barrier 2 only when it needs the helpers again (join).
 enum class TableJobKind : std::uint32_t { kStage, kFill, kTokens, kAhead, kSplit, kDone };
@@ -285,6 +285,7 @@ struct SplitShared {
   std::uint32_t exit[logic::kLz4SplitMaxRegions];
   unsigned long long warp_out[kTableWarps];
   std::uint32_t warp_marks[kTableWarps];
+  std::uint32_t votes[kTableWarps];
   std::uint32_t accepted, count;
 };
 
@@ -317,6 +318,23 @@ __device__ T block_exclusive_scan(T v, T* warp_sums, T* total) {
   return pre;
 }
 
+// Whether p holds in any (kAny) or in every thread of the block: a vote per warp in shared
+// memory between two barriers. (Not __syncthreads_or/_and: those are the aligned bar.red, which
+// PTX defines only when all threads run the same instruction, and warp 0 runs the split job from
+// another call site than the helpers; synccheck flags it. The non-aligned barrier.red was
+// flagged too, session 31.)
+template <bool kAny>
+__device__ bool block_vote(bool p, std::uint32_t* votes) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  const bool v = kAny ? __any_sync(kFullMask, p) : __all_sync(kFullMask, p);
+  if (lane == 0) votes[warp] = v ? 1u : 0u;
+  bar_sync_id<3>(kTableThreads);
+  bool r = !kAny;
+  for (unsigned w = 0; w < kTableWarps; ++w) r = kAny ? (r || votes[w] != 0) : (r && votes[w] != 0);
+  bar_sync_id<3>(kTableThreads);  // every thread has read the votes before the next vote writes them
+  return r;
+}
+
 // The split walk of the buffer in sh.split by the whole block, thread r walking region r
 // (lz4_split_walk_host is the same on the host, and says why each step holds). Accepted: every
 // segment written at its slot and pushed, in order; sh.split.accepted and .count say so.
@@ -342,7 +360,7 @@ __device__ void split_job(TableShared& sh) {
     const std::uint32_t next = t == 0 || !active ? 0u : sp.exit[t - 1];
     const bool changed = active && next != entry;
     // (also: every thread has read its predecessor's exit before any is written again)
-    if (__syncthreads_or(changed) == 0) {
+    if (!block_vote<true>(changed, sp.votes)) {
       fixed = true;
       break;
     }
@@ -353,14 +371,14 @@ __device__ void split_job(TableShared& sh) {
     }
   }
   if (t == 0) sp.accepted = 0;
-  if (!fixed) return;  // the same answer in every thread (from the block-wide ORs)
+  if (!fixed) return;  // the same answer in every thread (from the block's votes)
   unsigned long long total_out = 0;
   const unsigned long long base =
       block_exclusive_scan<unsigned long long>(active ? w.out : 0ull, sp.warp_out, &total_out);
   std::uint32_t total_marks = 0;
   const std::uint32_t k0 = block_exclusive_scan<std::uint32_t>(active ? w.marks : 0u, sp.warp_marks, &total_marks);
-  const bool good = __syncthreads_and(!active || (w.ok && w.need <= base));
-  const bool last = __syncthreads_or(active && w.last);
+  const bool good = block_vote<false>(!active || (w.ok && w.need <= base), sp.votes);
+  const bool last = block_vote<true>(active && w.last, sp.votes);
   if (!good || !last || total_out != sp.size || total_marks > sp.bound) return;
   // accepted: the segments at their slots, then the first of them pushed, in order
   if (active && w.marks != 0) {
@@ -497,11 +515,14 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
     table_job(sh, j);
     bar_sync_id<2>(kTableThreads);
   };
-  // hands out the window ahead and returns at once (the helpers' kAhead job)
+  // hands out the window ahead and returns as soon as the helpers have it (the helpers' kAhead
+  // job). A sync at barrier 1 although warp 0 need not wait there: the helpers are parked there
+  // already (join came first), so it costs little, and it leaves barrier.arrive out of the
+  // handshake that racecheck still questions (docs/gpu_decoders.md, session 31).
   const auto post = [&](const TableJob& j) {
     join();
     if (lane == 0) sh.job = j;
-    bar_arrive_id<1>(kTableThreads);
+    bar_sync_id<1>(kTableThreads);
     pending = true;
   };
   walk_buffer(b, i, s, lane,
@@ -575,7 +596,10 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     // while the helpers fill the window ahead, warp 0 runs the pass alone
                     if (pending) return warp_tokens(sh, k, len, left0, n, op0, size, lane);
                     go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size, k, nullptr, nullptr, nullptr});
-                    return sh.first_bad;
+                    // every lane has read it before lane 0 resets it for the next job (racecheck)
+                    const std::uint32_t bad = sh.first_bad;
+                    __syncwarp();
+                    return bad;
                   }
                 } team{run, post, join, pending, sh, size, in_end, lane};
                 return logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0, in_size, size,

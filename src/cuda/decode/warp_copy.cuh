@@ -198,13 +198,19 @@ inline constexpr unsigned kLz4BarCopy = 5;    // the copier warps among themselv
 static_assert(kLz4BarFull == 1 && kLz4BarEmpty == 3 && kLz4BarCopy == 5, "bar_sync's cases");
 
 // Barrier ids are immediates (a register id makes ptxas reserve all 16 barriers of the block).
+// The barriers are the non-aligned forms (barrier.sync, not bar.sync): PTX defines the aligned
+// ones only when every thread of the block executes the same barrier instruction, and here the
+// walker warp meets the helpers' or copiers' barrier at another instruction (its own call site
+// of a job, its side of the ring). (compute-sanitizer synccheck flagged the aligned bar.red of
+// __syncthreads_or used that way, "Divergent thread(s) in block", in the fused LZ4 kernel in
+// session 31; with these barriers non-aligned and that vote in shared memory it reports none.)
 template <unsigned Id>
 __device__ inline void bar_sync_id(unsigned threads) {
-  asm volatile("bar.sync %0, %1;" ::"n"(Id), "r"(threads) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"n"(Id), "r"(threads) : "memory");
 }
 template <unsigned Id>
 __device__ inline void bar_arrive_id(unsigned threads) {
-  asm volatile("bar.arrive %0, %1;" ::"n"(Id), "r"(threads) : "memory");
+  asm volatile("barrier.arrive %0, %1;" ::"n"(Id), "r"(threads) : "memory");
 }
 // id is kLz4BarFull + i, kLz4BarEmpty + i (i = 0, 1) or kLz4BarCopy
 __device__ inline void bar_sync(unsigned id, unsigned threads) {
