@@ -209,9 +209,9 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
 //  2. the chain (one warp or thread): from the walk's position, one table load a token lists
 //     the window's tokens (lz4_table_chain);
 //  3. the tokens (the team, lz4_table_token_sum and _place): each thread reads its tokens' sequences
-//     (lz4_table_shape), a team-wide prefix sum of their output lengths places them (at[i]), each
-//     thread runs its sequences' checks (lz4_fast_checks) and the first failing token ends the
-//     run;
+//     once (lz4_table_shape, kept packed in at[i]), a team-wide prefix sum of their output lengths
+//     places them (at[i]), each thread runs its sequences' checks (lz4_fast_checks' rule) and the
+//     first failing token ends the run;
 //  4. the marks (the walker): the serial rule's segment starts among the accepted tokens, found
 //     by binary search on the output positions (lz4_table_marks).
 // Where the chain stops on a 0 (a run of more than kLz4TableExtMax length bytes, a sequence
@@ -352,37 +352,60 @@ CS_HD inline std::uint32_t lz4_table_chain(const std::uint16_t* tbl, std::uint32
 
 // The token pass over toks[0, n) (window w of `len` staged bytes, the block's `left0` bytes from
 // its start), for the thread `t` of a team of `threads`; its tokens are [i0, i1)
-// (lz4_table_share). Part 1 returns the sum of its tokens' output lengths; the team then scans
-// those sums (an exclusive prefix `pre`, from op0), and part 2 writes at[i] (each token's output
-// position; the last thread also at[n], the end) and returns the first of its tokens that fails a
-// check, or n.
+// (lz4_table_share). Part 1 reads each of its tokens' sequences once (lz4_table_shape), keeps
+// what part 2 needs of it in at[i] (lz4_token_pack) and returns the sum of their output lengths;
+// the team then scans those sums (an exclusive prefix `pre`, from op0), and part 2 turns at[i]
+// into each token's output position (the last thread also writes at[n], the end) and returns the
+// first of its tokens that fails a check, or n. Only thread t touches at[i0, i1) between the two
+// parts, so the team needs no barrier there beyond its scan's. (Part 2 parsed every sequence
+// again until session 31: the pass by warp 0 alone took 5.1 k cycles a 6 KiB table, 31 % of an
+// era5-like walk.)
 CS_HD inline void lz4_table_share(std::uint32_t n, std::uint32_t t, std::uint32_t threads, std::uint32_t* i0,
                                   std::uint32_t* i1) {
   const std::uint32_t per = (n + threads - 1) / threads;
   *i0 = t * per < n ? t * per : n;
   *i1 = *i0 + per < n ? *i0 + per : n;
 }
+
+// A token's sequence as part 2 needs it, in one 32-bit word: bits 0-14 its output length
+// lit + mlen; bits 15-30 the least output position before its literals from which its offset
+// stays inside the output (off - lit where off > lit, else 0); bit 31 an offset of 0. Part 2's
+// test on it equals lz4_fast_checks at the first failing token (where pos <= size): lit and the
+// match inside the output is pos + lit + mlen <= size, off <= pos + lit is need <= pos.
+inline constexpr std::uint32_t kLz4TokenLenBits = 15;
+static_assert(2 * (15 + 255 * kLz4TableExtMax) + kLz4MinMatch < (1u << kLz4TokenLenBits),
+              "lz4_table_shape's lengths fit the packed token's length bits");
+CS_HD inline std::uint32_t lz4_token_pack(const Lz4FastShape& f) {
+  const std::uint32_t need = f.off > f.lit ? f.off - f.lit : 0u;  // off < 2^16: 16 bits
+  return (f.off == 0 ? 0x80000000u : 0u) | (need << kLz4TokenLenBits) | (f.lit + f.mlen);
+}
+CS_HD inline std::uint32_t lz4_token_len(std::uint32_t packed) { return packed & ((1u << kLz4TokenLenBits) - 1u); }
+CS_HD inline bool lz4_token_fits(std::uint32_t packed, std::uint32_t pos, std::uint32_t size) {
+  const std::uint32_t need = (packed >> kLz4TokenLenBits) & 0xFFFFu;
+  return (packed & 0x80000000u) == 0 && need <= pos &&
+         static_cast<std::uint64_t>(pos) + lz4_token_len(packed) <= size;
+}
+
 CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
-                                               const std::uint16_t* toks, std::uint32_t i0, std::uint32_t i1) {
+                                               const std::uint16_t* toks, std::uint32_t i0, std::uint32_t i1,
+                                               std::uint32_t* at) {
   std::uint32_t sum = 0;
   for (std::uint32_t i = i0; i < i1; ++i) {
     Lz4FastShape f;
     static_cast<void>(lz4_table_shape(w + toks[i], len - toks[i], left0 - toks[i], &f));  // true: the table said so
+    at[i] = lz4_token_pack(f);
     sum += f.lit + f.mlen;
   }
   return sum;
 }
-CS_HD inline std::uint32_t lz4_table_token_place(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
-                                                 std::uint32_t size, const std::uint16_t* toks, std::uint32_t n,
-                                                 std::uint32_t i0, std::uint32_t i1, std::uint32_t pos,
-                                                 std::uint32_t* at) {
+CS_HD inline std::uint32_t lz4_table_token_place(std::uint32_t size, std::uint32_t n, std::uint32_t i0,
+                                                 std::uint32_t i1, std::uint32_t pos, std::uint32_t* at) {
   std::uint32_t bad = n;
   for (std::uint32_t i = i0; i < i1; ++i) {
-    Lz4FastShape f;
-    static_cast<void>(lz4_table_shape(w + toks[i], len - toks[i], left0 - toks[i], &f));
+    const std::uint32_t packed = at[i];
     at[i] = pos;
-    if (bad == n && !lz4_fast_checks(f.lit, f.off, f.mlen, pos, size)) bad = i;
-    pos += f.lit + f.mlen;
+    if (bad == n && !lz4_token_fits(packed, pos, size)) bad = i;
+    pos += lz4_token_len(packed);
   }
   if (i1 == n && i0 < i1) at[n] = pos;
   return bad;
@@ -568,7 +591,8 @@ struct Lz4HostTableTeamOf {
   void join() {}
   std::uint32_t tokens(std::uint32_t, const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
                        std::uint32_t n, std::uint32_t op0) {
-    return lz4_table_token_place(w, len, left0, size, toks, n, 0, n, op0, at);
+    static_cast<void>(lz4_table_token_sum(w, len, left0, toks, 0, n, at));
+    return lz4_table_token_place(size, n, 0, n, op0, at);
   }
 };
 using Lz4HostTableTeam = Lz4HostTableTeamOf<false>;

@@ -436,10 +436,9 @@ __device__ std::uint32_t warp_tokens(TableShared& sh, std::uint32_t k, std::uint
   __syncwarp();  // lane 0 listed the tokens
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(n, lane, 32, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks, i0, i1);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks, i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
-  std::uint32_t bad =
-      logic::lz4_table_token_place(sh.window[k], len, left0, size, sh.toks, n, i0, i1, op0 + v - sum, sh.at);
+  std::uint32_t bad = logic::lz4_table_token_place(size, n, i0, i1, op0 + v - sum, sh.at);
 #pragma unroll
   for (unsigned d = 16; d != 0; d /= 2) bad = min(bad, __shfl_xor_sync(kFullMask, bad, d));
   __syncwarp();  // at[] before the marks read it
@@ -473,14 +472,13 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks, i0, i1);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks, i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
   if (lane == 31) sh.warp_sum[warp] = v;
   bar_sync_id<3>(kTableThreads);
   std::uint32_t pre = v - sum;
   for (unsigned w = 0; w < warp; ++w) pre += sh.warp_sum[w];
-  const std::uint32_t bad =
-      logic::lz4_table_token_place(sh.window[j.k], j.len, j.left0, j.size, sh.toks, j.n, i0, i1, j.op0 + pre, sh.at);
+  const std::uint32_t bad = logic::lz4_table_token_place(j.size, j.n, i0, i1, j.op0 + pre, sh.at);
   if (bad < j.n) atomicMin(&sh.first_bad, bad);
 }
 

@@ -169,11 +169,10 @@ struct ThreeThreadTeam {
     std::uint32_t sums[3], i0[3], i1[3], pre = op0, ok = n;
     for (std::uint32_t t = 0; t < 3; ++t) {
       logic::lz4_table_share(n, t, 3, &i0[t], &i1[t]);
-      sums[t] = logic::lz4_table_token_sum(w, len, left0, toks.data(), i0[t], i1[t]);
+      sums[t] = logic::lz4_table_token_sum(w, len, left0, toks.data(), i0[t], i1[t], at.data());
     }
     for (std::uint32_t t = 0; t < 3; ++t) {
-      const std::uint32_t bad =
-          logic::lz4_table_token_place(w, len, left0, size, toks.data(), n, i0[t], i1[t], pre, at.data());
+      const std::uint32_t bad = logic::lz4_table_token_place(size, n, i0[t], i1[t], pre, at.data());
       ok = bad < ok ? bad : ok;
       pre += sums[t];
     }
@@ -308,6 +307,78 @@ TEST(Lz4Segments, TableChainListsWhatOneStepAtATimeLists) {
       ASSERT_EQ(n, want.size()) << "round " << round << " cap " << cap;
       EXPECT_EQ(r, at) << "round " << round << " cap " << cap;
       EXPECT_TRUE(std::equal(want.begin(), want.end(), toks.begin())) << "round " << round << " cap " << cap;
+    }
+  }
+}
+
+// The token pass (sum, then place from the packed sequences) against a reference that parses each
+// token and runs lz4_fast_checks: random sequences whose offsets and lengths straddle each check
+// (offset 0, an offset one past the output written so far, the output's end), split over teams of
+// 1, 3 and 32 threads: the same positions, end and first failing token.
+TEST(Lz4Segments, TokenPassChecksWhatTheFastChecksCheck) {
+  std::mt19937 rng(31);
+  for (int round = 0; round < 400; ++round) {
+    // a window of sequences: token, literal length bytes, literals, offset, match length bytes
+    Buf w;
+    std::vector<std::uint16_t> toks;
+    const std::uint32_t n = 1 + rng() % 60;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      toks.push_back(static_cast<std::uint16_t>(w.size()));
+      const std::uint32_t lit = rng() % 4 == 0 ? 15 + rng() % 600 : rng() % 15;
+      const std::uint32_t m = rng() % 4 == 0 ? 15 + rng() % 600 : rng() % 15;
+      w.push_back(static_cast<std::uint8_t>((std::min(lit, 15u) << 4) | std::min(m, 15u)));
+      if (lit >= 15) {
+        std::uint32_t rest = lit - 15;
+        for (; rest >= 255; rest -= 255) w.push_back(255);
+        w.push_back(static_cast<std::uint8_t>(rest));
+      }
+      for (std::uint32_t k = 0; k < lit; ++k) w.push_back(static_cast<std::uint8_t>(rng()));
+      const std::uint32_t kind = rng() % 8;
+      const std::uint32_t off = kind == 0 ? 0u : kind == 1 ? 65535u : kind == 2 ? 1u + rng() % 64 : 1u + rng() % 4000;
+      w.push_back(static_cast<std::uint8_t>(off & 0xFF));
+      w.push_back(static_cast<std::uint8_t>(off >> 8));
+      if (m >= 15) {
+        std::uint32_t rest = m - 15;
+        for (; rest >= 255; rest -= 255) w.push_back(255);
+        w.push_back(static_cast<std::uint8_t>(rest));
+      }
+    }
+    w.resize(w.size() + 16, 0);  // the fast path's bytes after the last offset
+    const auto len = static_cast<std::uint32_t>(w.size());
+    const std::uint32_t op0 = rng() % 3 == 0 ? 0u : rng() % 5000;
+    // the reference: the positions, then per output size the first token whose checks fail
+    std::vector<std::uint32_t> want(n + 1);
+    std::uint32_t pos = op0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      logic::Lz4FastShape f;
+      ASSERT_TRUE(logic::lz4_table_shape(w.data() + toks[i], len - toks[i], len - toks[i], &f));
+      want[i] = pos;
+      pos += f.lit + f.mlen;
+    }
+    want[n] = pos;
+    // sizes: room for all, the exact end, one short of it, and somewhere inside
+    for (const std::uint32_t size : {pos + 100, pos, pos - 1, op0 + (pos - op0) / 2}) {
+      std::uint32_t want_bad = n;
+      for (std::uint32_t i = 0; i < n && want_bad == n; ++i) {
+        logic::Lz4FastShape f;
+        static_cast<void>(logic::lz4_table_shape(w.data() + toks[i], len - toks[i], len - toks[i], &f));
+        if (!logic::lz4_fast_checks(f.lit, f.off, f.mlen, want[i], size)) want_bad = i;
+      }
+      for (const std::uint32_t threads : {1u, 3u, 32u}) {
+        std::vector<std::uint32_t> at(n + 1, 0xDEADBEEFu);
+        std::vector<std::uint32_t> sums(threads), i0(threads), i1(threads);
+        for (std::uint32_t t = 0; t < threads; ++t) {
+          logic::lz4_table_share(n, t, threads, &i0[t], &i1[t]);
+          sums[t] = logic::lz4_table_token_sum(w.data(), len, len, toks.data(), i0[t], i1[t], at.data());
+        }
+        std::uint32_t pre = op0, bad = n;
+        for (std::uint32_t t = 0; t < threads; ++t) {
+          bad = std::min(bad, logic::lz4_table_token_place(size, n, i0[t], i1[t], pre, at.data()));
+          pre += sums[t];
+        }
+        ASSERT_EQ(bad, want_bad) << "round " << round << " size " << size << " threads " << threads;
+        ASSERT_EQ(at, want) << "round " << round << " size " << size << " threads " << threads;
+      }
     }
   }
 }
