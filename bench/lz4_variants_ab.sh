@@ -12,6 +12,11 @@
 # -> $OUT/session.log, build.log, gtest_<name>.log, bench.md (every run's table), summary.md.
 # Knobs: ROUNDS (2), REPEAT (5, CS_BENCH_REPEAT), CS_BENCH_ERA5_COUNTS (1), CS_BENCH_CODEC (lz4),
 # GTEST ('GpuBatch.Lz4*:Lz4*'), BENCH_TIMEOUT (90 s a run), TEST_TIMEOUT (120 s).
+# SANITIZE="synccheck racecheck ..." (default none): after the benchmarks, each compute-sanitizer
+# tool over SAN_GTEST (default 'GpuBatch.Lz4*') on every tested variant, SAN_TIMEOUT seconds a
+# run (default 60; racecheck is ~100x slower than the tests: give it a narrow filter, e.g.
+# SAN_GTEST='GpuBatch.Lz4Damaged*') -> $OUT/san_<tool>_<name>.log, a summary line each.
+# Sanitizer runs want -lineinfo in the variant's flags, so that reports name source lines.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
@@ -91,4 +96,14 @@ for case in cases:
     print(f"| {case} | " + " | ".join(f"{m:.3f}" for m in med) + " | " +
           " | ".join(f"{m / med[0]:.3f}" for m in med[1:]) + " |")
 PY
+for tool in ${SANITIZE:-}; do
+  for name in $TESTS_FOR; do
+    log "$tool $name"
+    timeout "${SAN_TIMEOUT:-60}" compute-sanitizer --tool "$tool" --print-limit 20 --error-exitcode 9 \
+      "build-ab-$name/tests/cubestream_tests" --gtest_filter="${SAN_GTEST:-GpuBatch.Lz4*}" >"$OUT/san_${tool}_$name.log" 2>&1
+    rc=$?
+    log "$tool $name rc=$rc (0: clean, 9: reports, 124: past SAN_TIMEOUT)"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/san_${tool}_$name.log" | head -4
+  done
+done
 log done
