@@ -449,6 +449,45 @@ CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* 
   }
 }
 
+// The table for the window at ip (buffer k of the team): the staged window's if it holds enough
+// positions past ip, else a window staged at ip (the serial steps move the window too: a new
+// base, a new table); the team fills it from ip (team.stage). Returns the table's end.
+CS_HD_TEMPLATE
+template <class Fill, class Team>
+CS_HD inline std::uint32_t lz4_table_stage(Lz4StagedReader<Fill>& rd, Team& team, std::uint32_t k, std::uint32_t ip,
+                                           std::uint32_t in_size) {
+  std::uint32_t end = lz4_table_end(rd.base, rd.len, in_size);
+  const std::size_t r = std::size_t{ip} - rd.base;  // wraps around when ip < base
+  if (r >= end || (end - r < kLz4TableMinRun && rd.base + rd.len < in_size)) {
+    rd.len = 0;
+    static_cast<void>(rd[ip]);
+    end = lz4_table_end(rd.base, rd.len, in_size);
+  }
+  team.stage(k, static_cast<const std::uint8_t*>(rd.window), static_cast<std::uint32_t>(ip - rd.base), end,
+             static_cast<std::uint32_t>(rd.len), static_cast<std::uint32_t>(in_size - rd.base));
+  return end;
+}
+
+// The window filled ahead after the table of rd's window, which ends at tbl_end: fixed in the
+// input where that table ends (aligned like the reader's refills), rd.cap bytes or the block's
+// rest, and its table's end. False where there is none: rd's window reaches the block's end, it
+// would not start past rd's, or its table would be empty.
+struct Lz4AheadWindow {
+  std::size_t base, len;
+  std::uint32_t end;
+};
+CS_HD_TEMPLATE
+template <class Fill>
+CS_HD inline bool lz4_ahead_window(const Lz4StagedReader<Fill>& rd, std::uint32_t tbl_end, std::uint32_t in_size,
+                                   Lz4AheadWindow* a) {
+  const std::size_t next = rd.aligned_start(rd.base + tbl_end);
+  if (rd.base + rd.len >= in_size || next <= rd.base) return false;
+  a->base = next;
+  a->len = in_size - next < rd.cap ? in_size - next : rd.cap;
+  a->end = lz4_table_end(next, a->len, in_size);
+  return a->end != 0;
+}
+
 // The table walk: the contract of lz4_segment_walk (same status, marks and count). The caller's
 // `team` runs the team's parts, and returns with their results visible to the walker (k names
 // one of the team's buffers, a window of rd.cap bytes and its table: always 0 without Ahead):
@@ -458,7 +497,8 @@ CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* 
 //   team.stage(k, window, r_begin, r_end, len, left0): fill table(k) over [r_begin, len] of the
 //     window just staged into buffer k, `len` bytes from base (lz4_table_fill; left0 = in_size -
 //     base);
-//   team.tokens(k, window, len, left0, n, op0) -> ok: the token pass over toks[0, n), at[] written;
+//   team.tokens(k, window, len, left0, n, op0, slot) -> ok: the token pass over toks[0, n), at[]
+//     written (slot is always 0 here; the pipelined walk, lz4_table_pipeline.hpp, has two);
 // and where Team::Ahead is true:
 //   team.window(k): buffer k's window, rd.cap bytes (rd.window is window(0) at the start);
 //   team.ahead(k, src, len, end, left0): copy len bytes from src into window(k) and fill table(k)
@@ -511,34 +551,18 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
           }
         }
         if (!taken) {
-          // a table for the window at ip: this one if it holds enough positions past ip, else a
-          // window staged at ip (the serial steps move the window too: a new base, a new table)
-          std::uint32_t end = lz4_table_end(rd.base, rd.len, in_size);
-          const std::size_t r = std::size_t{ip} - rd.base;  // wraps around when ip < base
-          if (r >= end || (end - r < kLz4TableMinRun && rd.base + rd.len < in_size)) {
-            rd.len = 0;
-            static_cast<void>(rd[ip]);
-            end = lz4_table_end(rd.base, rd.len, in_size);
-          }
-          team.stage(k, static_cast<const std::uint8_t*>(rd.window), static_cast<std::uint32_t>(ip - rd.base), end,
-                     static_cast<std::uint32_t>(rd.len), static_cast<std::uint32_t>(in_size - rd.base));
+          tbl_end = lz4_table_stage(rd, team, k, ip, in_size);
           tbl_base = rd.base;
-          tbl_end = end;
         }
         if constexpr (Team::Ahead::value) {
-          // the next window, from where this table ends
-          const std::size_t next = rd.aligned_start(rd.base + tbl_end);
-          if (rd.base + rd.len < in_size && next > rd.base) {
-            const std::size_t len = in_size - next < rd.cap ? in_size - next : rd.cap;
-            const std::uint32_t end = lz4_table_end(next, len, in_size);
-            if (end != 0) {
-              team.ahead(k ^ 1u, rd.src + next, static_cast<std::uint32_t>(len), end,
-                         static_cast<std::uint32_t>(in_size - next));
-              ahead = true;
-              ahead_base = next;
-              ahead_len = len;
-              ahead_end = end;
-            }
+          Lz4AheadWindow a;
+          if (lz4_ahead_window(rd, tbl_end, in_size, &a)) {
+            team.ahead(k ^ 1u, rd.src + a.base, static_cast<std::uint32_t>(a.len), a.end,
+                       static_cast<std::uint32_t>(in_size - a.base));
+            ahead = true;
+            ahead_base = a.base;
+            ahead_len = a.len;
+            ahead_end = a.end;
           }
         }
       }
@@ -547,7 +571,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
       const std::uint32_t n = lz4_table_chain(team.table(k), &r, tbl_end, toks, cap, writer);
       if (n != 0) {
         const std::uint32_t ok = team.tokens(k, static_cast<const std::uint8_t*>(rd.window),
-                                             static_cast<std::uint32_t>(rd.len), in_size - base, n, op);
+                                             static_cast<std::uint32_t>(rd.len), in_size - base, n, op, 0u);
         if (!lz4_table_marks(at, toks, base, ok, max_segments, &m, mark)) return DecodeStatus::kCorrupt;
         if (ok != 0) {
           ip = base + (ok < n ? toks[ok] : r);
@@ -569,15 +593,17 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
 }
 
 // The host's team: one thread does every part; WithAhead, two buffers, and the window ahead
-// filled at once.
+// filled at once. Token slot s is toks + s x cap.
 template <bool WithAhead = false>
 struct Lz4HostTableTeamOf {
   using Ahead = std::bool_constant<WithAhead>;
+  using Pipeline = std::false_type;
   std::uint16_t* tbl[2];
   std::uint8_t* win[2];  // (the windows: only WithAhead)
   const std::uint16_t* toks;
   std::uint32_t* at;
   std::uint32_t size;
+  std::uint32_t cap = 0;
   const std::uint16_t* table(std::uint32_t k) const { return tbl[k]; }
   std::uint8_t* window(std::uint32_t k) const { return win[k]; }
   void stage(std::uint32_t k, const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len,
@@ -590,8 +616,8 @@ struct Lz4HostTableTeamOf {
   }
   void join() {}
   std::uint32_t tokens(std::uint32_t, const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
-                       std::uint32_t n, std::uint32_t op0) {
-    static_cast<void>(lz4_table_token_sum(w, len, left0, toks, 0, n, at));
+                       std::uint32_t n, std::uint32_t op0, std::uint32_t slot) {
+    static_cast<void>(lz4_table_token_sum(w, len, left0, toks + slot * cap, 0, n, at));
     return lz4_table_token_place(size, n, 0, n, op0, at);
   }
 };

@@ -12,6 +12,7 @@
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_match_bits.hpp"
 #include "codec/logic/lz4_segments.hpp"
+#include "codec/logic/lz4_table_pipeline.hpp"
 #include "codec/logic/lz4_split_walk.hpp"
 
 namespace cubestream::codec::logic {
@@ -201,14 +202,15 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 // as wrong output. *groups (when given) receives the number of groups. Blocks at or over
 // kLz4RingMaxBytes take lz4_decode_exact_with, as on the device. `walk` picks the walk; the
 // table walk needs a window of at least kLz4TableWindowMin bytes (a smaller one walks serially);
-// kTableAhead is the table walk with the next window filled ahead (Team::Ahead).
+// kTableAhead is the table walk with the next window filled ahead (Team::Ahead), kTablePipeline
+// the pipelined walk (lz4_table_pipeline.hpp).
 // With split_region (not 0) the split walk (lz4_split_walk.hpp) with regions of at least that
 // many bytes goes first, and `walk` runs only where it declines the block; *split (when given)
 // says whether it took the block.
 // `matches` picks the match pass: kChain as above; kReadyFirst the ready pass with pending bits
 // first (lz4_match_bits.hpp), run by lz4_ready_first_matches_host above in the seed's order
 // (*groups then receives the chained pass's groups, those after the ready passes).
-enum class Lz4Walk { kSerial, kTable, kTableAhead };
+enum class Lz4Walk { kSerial, kTable, kTableAhead, kTablePipeline };
 enum class Lz4Matches { kChain, kReadyFirst };
 inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                              std::size_t size, std::size_t walk_window = 8192,
@@ -233,19 +235,24 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
     Lz4StagedReader<Lz4MemcpyFill> rd{in, in_size, window.data(), walk_window, {}};
     DecodeStatus st = DecodeStatus::kOk;
     if (walk != Lz4Walk::kSerial && walk_window >= kLz4TableWindowMin && walk_window <= kLz4TableWindowMax) {
-      std::vector<std::uint16_t> tbl(2 * (walk_window + 1)), toks(lz4_table_token_cap(walk_window));
-      std::vector<std::uint32_t> at(toks.size() + 1);
+      const std::uint32_t cap = lz4_table_token_cap(walk_window);
+      std::vector<std::uint16_t> tbl(2 * (walk_window + 1)), toks(2 * cap);
+      std::vector<std::uint32_t> at(cap + 1);
       std::vector<std::uint8_t> window2(walk_window);
       const auto go = [&](auto& team) {
-        return lz4_segment_walk_table(rd, team, toks.data(), static_cast<std::uint32_t>(toks.size()), at.data(), true,
-                                      n_in, n_out, segs.size(), mark, &count);
+        return lz4_segment_walk_table(rd, team, toks.data(), cap, at.data(), true, n_in, n_out, segs.size(), mark,
+                                      &count);
       };
       std::uint16_t* const tables[2] = {tbl.data(), tbl.data() + walk_window + 1};
-      if (walk == Lz4Walk::kTableAhead) {
-        Lz4HostTableTeamOf<true> team{{tables[0], tables[1]}, {window.data(), window2.data()}, toks.data(), at.data(), n_out};
+      if (walk == Lz4Walk::kTablePipeline) {
+        Lz4HostPipelineTeam team{{{tables[0], tables[1]}, {window.data(), window2.data()}, toks.data(), at.data(), n_out, cap}};
+        st = lz4_segment_walk_pipelined(rd, team, toks.data(), cap, at.data(), true, n_in, n_out, segs.size(), mark,
+                                        &count);
+      } else if (walk == Lz4Walk::kTableAhead) {
+        Lz4HostTableTeamOf<true> team{{tables[0], tables[1]}, {window.data(), window2.data()}, toks.data(), at.data(), n_out, cap};
         st = go(team);
       } else {
-        Lz4HostTableTeam team{{tables[0], tables[1]}, {window.data(), nullptr}, toks.data(), at.data(), n_out};
+        Lz4HostTableTeam team{{tables[0], tables[1]}, {window.data(), nullptr}, toks.data(), at.data(), n_out, cap};
         st = go(team);
       }
     } else {

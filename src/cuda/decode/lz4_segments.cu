@@ -24,6 +24,7 @@
 
 #include "codec/logic/lz4_match_bits.hpp"
 #include "codec/logic/lz4_split_walk.hpp"
+#include "codec/logic/lz4_table_pipeline.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -46,13 +47,22 @@ constexpr std::size_t kWalkWindow = 8192;
 // warps, while warp 0 chains the current one: lz4_segment_walk_table's Team::Ahead), in a second
 // window and table; its windows are then 4 KiB so that both fit the shared memory one window of
 // 8 KiB takes (-DCS_LZ4_TABLE_WINDOW=n sets the window, up to 6144 with the window ahead under
-// the 48 KiB of static shared memory). Off until it is measured on a GPU: the host tests and the
-// fuzzer check its walk (Lz4Walk::kTableAhead), nothing has run its kernel code yet
-// (docs/gpu_decoders.md, session 30).
-#ifndef CS_LZ4_TABLE_AHEAD
-#define CS_LZ4_TABLE_AHEAD 0
+// the 48 KiB of static shared memory). Off by default: on the H200 (session 31) one chunk alone
+// is 12 % faster with 6 KiB windows and the batches 2-4 %, but racecheck still reports hazards on
+// its job handshake (docs/gpu_decoders.md, session 31).
+// CS_LZ4_TABLE_PIPELINE=1 (the window ahead implied) walks with lz4_segment_walk_pipelined: the
+// helpers also run each trusted chain's token pass while warp 0 chains the next (two token
+// slots). Not yet run on a GPU: the host tests check its walk (Lz4Walk::kTablePipeline).
+#ifndef CS_LZ4_TABLE_PIPELINE
+#define CS_LZ4_TABLE_PIPELINE 0
 #endif
+#ifndef CS_LZ4_TABLE_AHEAD
+#define CS_LZ4_TABLE_AHEAD CS_LZ4_TABLE_PIPELINE
+#endif
+constexpr bool kTablePipeline = CS_LZ4_TABLE_PIPELINE != 0;
 constexpr bool kTableAhead = CS_LZ4_TABLE_AHEAD != 0;
+static_assert(kTableAhead || !kTablePipeline, "the pipelined walk fills windows ahead");
+constexpr unsigned kTableTokenSlots = kTablePipeline ? 2 : 1;
 constexpr unsigned kTableBuffers = kTableAhead ? 2 : 1;
 #ifdef CS_LZ4_TABLE_WINDOW
 constexpr std::size_t kTableWindow = CS_LZ4_TABLE_WINDOW;
@@ -249,17 +259,21 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
 // kAhead is the one job that warp 0 hands out without doing a part of it: it leaves barrier 1
 // without a part in the job, chains the current window while the helpers copy the next
 // window and fill its table (named barrier 4 among the helpers between the two), and waits at
-// barrier 2 only when it needs the helpers again (join).
-enum class TableJobKind : std::uint32_t { kStage, kFill, kTokens, kAhead, kSplit, kDone };
+// barrier 2 only when it needs the helpers again (join). kPipe (the pipelined walk's post) is
+// handed out the same way: the helpers' token pass of a trusted chain (their own scan over
+// barrier 4), then a window ahead as kAhead's.
+enum class TableJobKind : std::uint32_t { kStage, kFill, kTokens, kAhead, kPipe, kSplit, kDone };
 struct TableJob {
   TableJobKind kind;
   std::uint32_t r0, end;          // kFill, kAhead (end)
-  std::uint32_t n, op0;           // kTokens
+  std::uint32_t n, op0;           // kTokens, kPipe (n == 0: no token pass)
   std::uint32_t len, left0, size; // the window's staged bytes, the block's bytes from its start
-  std::uint32_t k;                // kFill, kTokens, kAhead: the buffer (window and table)
+  std::uint32_t k;                // kFill, kTokens, kAhead, kPipe: the buffer (window and table)
   std::uint8_t* dst;              // kStage: the window to fill
-  const std::uint8_t* src;        // kStage, kAhead: len bytes from src into the window
-  const std::uint8_t* src_end;    // kStage, kAhead: one past the block's input (the prefetch's bound)
+  const std::uint8_t* src;        // kStage, kAhead, kPipe: bytes from src into the window
+  const std::uint8_t* src_end;    // kStage, kAhead, kPipe: one past the block's input (the prefetch's bound)
+  std::uint32_t slot;             // kTokens, kPipe: the token slot
+  std::uint32_t fk, flen, fend, fleft0;  // kPipe's window ahead (flen == 0: none), as kAhead's k, len, end, left0
 };
 
 constexpr unsigned kTableThreads = 32 * kTableWarps;
@@ -293,7 +307,7 @@ struct TableShared {
   SplitShared split;
   alignas(16) std::uint8_t window[kTableBuffers][kTableWindow];
   std::uint16_t table[kTableBuffers][kTableWindow + 2];  // + 1 (lz4_table_fill), + 1 to keep 4-byte alignment
-  std::uint16_t toks[kTableTokens];
+  std::uint16_t toks[kTableTokenSlots][kTableTokens];
   std::uint32_t at[kTableTokens + 1];
   std::uint32_t warp_sum[kTableWarps];
   std::uint32_t first_bad;
@@ -436,7 +450,7 @@ __device__ std::uint32_t warp_tokens(TableShared& sh, std::uint32_t k, std::uint
   __syncwarp();  // lane 0 listed the tokens
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(n, lane, 32, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks, i0, i1, sh.at);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks[0], i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
   std::uint32_t bad = logic::lz4_table_token_place(size, n, i0, i1, op0 + v - sum, sh.at);
 #pragma unroll
@@ -469,10 +483,35 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
     logic::lz4_table_fill(sh.window[j.k], sh.table[j.k], 0, j.end, j.len, j.left0, h, kTableHelpers);
     return;
   }
+  if constexpr (kTablePipeline) {  // (compiled out otherwise: no registers for it in the other walks)
+    if (j.kind == TableJobKind::kPipe) {  // the helpers alone (warp 0 is chaining)
+      const unsigned h = t - 32, hw = warp - 1;
+      if (j.n != 0) {
+        // the token pass over the helpers, their scan over barrier 4 (warp_sum[0, kTableWarps - 1))
+        std::uint32_t i0 = 0, i1 = 0;
+        logic::lz4_table_share(j.n, h, kTableHelpers, &i0, &i1);
+        const std::uint32_t sum =
+            logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks[j.slot], i0, i1, sh.at);
+        const std::uint32_t v = warp_inclusive_sum(sum, lane);
+        if (lane == 31) sh.warp_sum[hw] = v;
+        bar_sync_id<4>(kTableHelpers);
+        std::uint32_t pre = v - sum;
+        for (unsigned w = 0; w < hw; ++w) pre += sh.warp_sum[w];
+        const std::uint32_t bad = logic::lz4_table_token_place(j.size, j.n, i0, i1, j.op0 + pre, sh.at);
+        if (bad < j.n) atomicMin(&sh.first_bad, bad);
+        if (j.flen == 0) return;
+        bar_sync_id<4>(kTableHelpers);  // the pass has read window k before the fill, which may be k, rewrites it
+      }
+      block_copy_window(sh.window[j.fk], j.src, j.flen, j.src_end, h, kTableHelpers);
+      bar_sync_id<4>(kTableHelpers);
+      logic::lz4_table_fill(sh.window[j.fk], sh.table[j.fk], 0, j.fend, j.flen, j.fleft0, h, kTableHelpers);
+      return;
+    }
+  }
   // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks, i0, i1, sh.at);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks[j.slot], i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
   if (lane == 31) sh.warp_sum[warp] = v;
   bar_sync_id<3>(kTableThreads);
@@ -514,12 +553,15 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
     bar_sync_id<2>(kTableThreads);
   };
   // hands out the window ahead and returns as soon as the helpers have it (the helpers' kAhead
-  // job). A sync at barrier 1 although warp 0 need not wait there: the helpers are parked there
-  // already (join came first), so it costs little, and it leaves barrier.arrive out of the
-  // handshake that racecheck still questions (docs/gpu_decoders.md, session 31).
+  // or kPipe job). A sync at barrier 1 although warp 0 need not wait there: the helpers are
+  // parked there already (join came first), so it costs little, and it leaves barrier.arrive out
+  // of the handshake that racecheck still questions (docs/gpu_decoders.md, session 31).
   const auto post = [&](const TableJob& j) {
     join();
-    if (lane == 0) sh.job = j;
+    if (lane == 0) {
+      sh.job = j;
+      sh.first_bad = j.n;
+    }
     bar_sync_id<1>(kTableThreads);
     pending = true;
   };
@@ -565,6 +607,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                 logic::Lz4StagedReader<BlockFill> rd{in, in_size, sh.window[0], kTableWindow, BlockFill{run, in_end}};
                 struct Team {
                   using Ahead = std::bool_constant<kTableAhead>;
+                  using Pipeline = std::bool_constant<kTablePipeline>;
                   decltype(run)& go;
                   decltype(post)& go_ahead;
                   decltype(join)& join_ahead;
@@ -589,19 +632,37 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     go_ahead(TableJob{TableJobKind::kAhead, 0, end, 0, 0, len, left0, size, k, nullptr, src, in_end});
                   }
                   __device__ void join() { join_ahead(); }
+                  __device__ void post(const logic::Lz4PipelineJob& p) {
+                    go_ahead(TableJob{TableJobKind::kPipe, 0, 0, p.n, p.op0, p.tlen, p.tleft0, size, p.tk, nullptr,
+                                      p.src, in_end, p.slot, p.fk, p.flen, p.fend, p.fleft0});
+                  }
+                  // after join: every lane has read it before lane 0 resets it at the next job
+                  __device__ std::uint32_t posted_ok() const {
+                    const std::uint32_t bad = sh.first_bad;
+                    __syncwarp();
+                    return bad;
+                  }
                   __device__ std::uint32_t tokens(std::uint32_t k, const std::uint8_t*, std::uint32_t len,
-                                                  std::uint32_t left0, std::uint32_t n, std::uint32_t op0) {
-                    // while the helpers fill the window ahead, warp 0 runs the pass alone
+                                                  std::uint32_t left0, std::uint32_t n, std::uint32_t op0,
+                                                  std::uint32_t slot) {
+                    // while the helpers fill the window ahead, warp 0 runs the pass alone (the
+                    // table walk's: slot 0; the pipelined walk joins before a pass)
                     if (pending) return warp_tokens(sh, k, len, left0, n, op0, size, lane);
-                    go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size, k, nullptr, nullptr, nullptr});
+                    go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size, k, nullptr, nullptr, nullptr,
+                                slot});
                     // every lane has read it before lane 0 resets it for the next job (racecheck)
                     const std::uint32_t bad = sh.first_bad;
                     __syncwarp();
                     return bad;
                   }
                 } team{run, post, join, pending, sh, size, in_end, lane};
-                return logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0, in_size, size,
-                                                     bound, mark, count);
+                if constexpr (kTablePipeline) {
+                  return logic::lz4_segment_walk_pipelined(rd, team, &sh.toks[0][0], kTableTokens, sh.at, lane == 0,
+                                                           in_size, size, bound, mark, count);
+                } else {
+                  return logic::lz4_segment_walk_table(rd, team, &sh.toks[0][0], kTableTokens, sh.at, lane == 0,
+                                                       in_size, size, bound, mark, count);
+                }
               });
   __syncwarp();  // lane 0 finished the buffer's tail alone: the whole warp meets the barrier
   join();        // a window ahead the walk did not take (a failed walk, the block's end)
