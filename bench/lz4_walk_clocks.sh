@@ -12,7 +12,10 @@
 # included; with CS_LZ4_TABLE_AHEAD=1 the wait for the window ahead, also shown alone as join, and
 # posting the next one), chain (warp 0 alone), tok (the token pass), marks (warp 0 alone), serial
 # (the sequences the table declines). Extra CUDA flags for the build: CUDA_FLAGS (e.g.
-# -DCS_LZ4_TABLE_AHEAD=1).
+# -DCS_LZ4_TABLE_AHEAD=1). With -DCS_LZ4_TABLE_PIPELINE=1 the patch's second file counts the
+# pipelined walk (lz4_table_pipeline.hpp) in the same line: stage is taking a table (its stage,
+# the job's window) without the wait, join every wait for the team's job (chain by chain, not
+# only at a table), tok the posts and the token passes run at once, marks the answers taken.
 # The counters cost a few cycles a phase; compare shares and cycles, not the bench's times. The
 # patch is against the walk as of session 30: if it no longer applies, refresh it with the walk.
 set -uo pipefail
