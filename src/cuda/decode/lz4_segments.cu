@@ -307,7 +307,7 @@ struct TableShared {
   SplitShared split;
   alignas(16) std::uint8_t window[kTableBuffers][kTableWindow];
   std::uint16_t table[kTableBuffers][kTableWindow + 2];  // + 1 (lz4_table_fill), + 1 to keep 4-byte alignment
-  std::uint16_t toks[kTableTokenSlots][kTableTokens];
+  std::uint16_t toks[kTableTokenSlots * kTableTokens];  // slot s at s x kTableTokens (one array: the walk indexes it so)
   std::uint32_t at[kTableTokens + 1];
   std::uint32_t warp_sum[kTableWarps];
   std::uint32_t first_bad;
@@ -450,7 +450,7 @@ __device__ std::uint32_t warp_tokens(TableShared& sh, std::uint32_t k, std::uint
   __syncwarp();  // lane 0 listed the tokens
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(n, lane, 32, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks[0], i0, i1, sh.at);
+  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks, i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
   std::uint32_t bad = logic::lz4_table_token_place(size, n, i0, i1, op0 + v - sum, sh.at);
 #pragma unroll
@@ -491,27 +491,30 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
         std::uint32_t i0 = 0, i1 = 0;
         logic::lz4_table_share(j.n, h, kTableHelpers, &i0, &i1);
         const std::uint32_t sum =
-            logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks[j.slot], i0, i1, sh.at);
+            logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks + j.slot * kTableTokens, i0, i1, sh.at);
         const std::uint32_t v = warp_inclusive_sum(sum, lane);
         if (lane == 31) sh.warp_sum[hw] = v;
         bar_sync_id<4>(kTableHelpers);
         std::uint32_t pre = v - sum;
         for (unsigned w = 0; w < hw; ++w) pre += sh.warp_sum[w];
+        // (part 2 reads only at[]: every read of window k was before the scan's barrier, so the
+        // fill below, into window k or the other, needs no barrier of its own first)
         const std::uint32_t bad = logic::lz4_table_token_place(j.size, j.n, i0, i1, j.op0 + pre, sh.at);
         if (bad < j.n) atomicMin(&sh.first_bad, bad);
-        if (j.flen == 0) return;
-        bar_sync_id<4>(kTableHelpers);  // the pass has read window k before the fill, which may be k, rewrites it
       }
-      block_copy_window(sh.window[j.fk], j.src, j.flen, j.src_end, h, kTableHelpers);
-      bar_sync_id<4>(kTableHelpers);
-      logic::lz4_table_fill(sh.window[j.fk], sh.table[j.fk], 0, j.fend, j.flen, j.fleft0, h, kTableHelpers);
+      if (j.flen != 0) {
+        block_copy_window(sh.window[j.fk], j.src, j.flen, j.src_end, h, kTableHelpers);
+        bar_sync_id<4>(kTableHelpers);
+        logic::lz4_table_fill(sh.window[j.fk], sh.table[j.fk], 0, j.fend, j.flen, j.fleft0, h, kTableHelpers);
+      }
       return;
     }
   }
   // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks[j.slot], i0, i1, sh.at);
+  const std::uint32_t sum =
+      logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks + j.slot * kTableTokens, i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
   if (lane == 31) sh.warp_sum[warp] = v;
   bar_sync_id<3>(kTableThreads);
@@ -647,7 +650,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                                                   std::uint32_t slot) {
                     // while the helpers fill the window ahead, warp 0 runs the pass alone (the
                     // table walk's: slot 0; the pipelined walk joins before a pass)
-                    if (pending) return warp_tokens(sh, k, len, left0, n, op0, size, lane);
+                    if (!kTablePipeline && pending) return warp_tokens(sh, k, len, left0, n, op0, size, lane);
                     go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size, k, nullptr, nullptr, nullptr,
                                 slot});
                     // every lane has read it before lane 0 resets it for the next job (racecheck)
@@ -657,10 +660,10 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                   }
                 } team{run, post, join, pending, sh, size, in_end, lane};
                 if constexpr (kTablePipeline) {
-                  return logic::lz4_segment_walk_pipelined(rd, team, &sh.toks[0][0], kTableTokens, sh.at, lane == 0,
+                  return logic::lz4_segment_walk_pipelined(rd, team, sh.toks, kTableTokens, sh.at, lane == 0,
                                                            in_size, size, bound, mark, count);
                 } else {
-                  return logic::lz4_segment_walk_table(rd, team, &sh.toks[0][0], kTableTokens, sh.at, lane == 0,
+                  return logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0,
                                                        in_size, size, bound, mark, count);
                 }
               });
