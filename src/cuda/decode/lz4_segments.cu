@@ -459,8 +459,27 @@ __device__ std::uint32_t warp_tokens(TableShared& sh, std::uint32_t k, std::uint
   return bad;
 }
 
+// The token pass of job j by `Threads` threads (this one is thread t of them, in their warp w):
+// each thread's tokens, an exclusive scan of their output lengths over barrier Id
+// (sh.warp_sum), at[] written and the first failing token into sh.first_bad.
+template <unsigned Id, unsigned Threads>
+__device__ __forceinline__ void team_token_pass(TableShared& sh, const TableJob& j, unsigned t, unsigned w) {
+  const unsigned lane = threadIdx.x & 31u;
+  std::uint32_t i0 = 0, i1 = 0;
+  logic::lz4_table_share(j.n, t, Threads, &i0, &i1);
+  const std::uint32_t sum =
+      logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks + j.slot * kTableTokens, i0, i1, sh.at);
+  const std::uint32_t v = warp_inclusive_sum(sum, lane);
+  if (lane == 31) sh.warp_sum[w] = v;
+  bar_sync_id<Id>(Threads);
+  std::uint32_t pre = v - sum;
+  for (unsigned u = 0; u < w; ++u) pre += sh.warp_sum[u];
+  const std::uint32_t bad = logic::lz4_table_token_place(j.size, j.n, i0, i1, j.op0 + pre, sh.at);
+  if (bad < j.n) atomicMin(&sh.first_bad, bad);
+}
+
 __device__ void table_job(TableShared& sh, const TableJob& j) {
-  const unsigned t = threadIdx.x, lane = t & 31u, warp = t / 32;
+  const unsigned t = threadIdx.x, warp = t / 32;
   if (j.kind == TableJobKind::kSplit) {
     split_job(sh);
     return;
@@ -486,22 +505,9 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
   if constexpr (kTablePipeline) {  // (compiled out otherwise: no registers for it in the other walks)
     if (j.kind == TableJobKind::kPipe) {  // the helpers alone (warp 0 is chaining)
       const unsigned h = t - 32, hw = warp - 1;
-      if (j.n != 0) {
-        // the token pass over the helpers, their scan over barrier 4 (warp_sum[0, kTableWarps - 1))
-        std::uint32_t i0 = 0, i1 = 0;
-        logic::lz4_table_share(j.n, h, kTableHelpers, &i0, &i1);
-        const std::uint32_t sum =
-            logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks + j.slot * kTableTokens, i0, i1, sh.at);
-        const std::uint32_t v = warp_inclusive_sum(sum, lane);
-        if (lane == 31) sh.warp_sum[hw] = v;
-        bar_sync_id<4>(kTableHelpers);
-        std::uint32_t pre = v - sum;
-        for (unsigned w = 0; w < hw; ++w) pre += sh.warp_sum[w];
-        // (part 2 reads only at[]: every read of window k was before the scan's barrier, so the
-        // fill below, into window k or the other, needs no barrier of its own first)
-        const std::uint32_t bad = logic::lz4_table_token_place(j.size, j.n, i0, i1, j.op0 + pre, sh.at);
-        if (bad < j.n) atomicMin(&sh.first_bad, bad);
-      }
+      // the token pass over the helpers (part 2 reads only at[]: every read of window k is before
+      // the scan's barrier, so the fill below, into window k or the other, needs none of its own)
+      if (j.n != 0) team_token_pass<4, kTableHelpers>(sh, j, h, hw);
       if (j.flen != 0) {
         block_copy_window(sh.window[j.fk], j.src, j.flen, j.src_end, h, kTableHelpers);
         bar_sync_id<4>(kTableHelpers);
@@ -510,18 +516,7 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
       return;
     }
   }
-  // the token pass: each thread's tokens, a block-wide exclusive scan of their output lengths
-  std::uint32_t i0 = 0, i1 = 0;
-  logic::lz4_table_share(j.n, t, kTableThreads, &i0, &i1);
-  const std::uint32_t sum =
-      logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks + j.slot * kTableTokens, i0, i1, sh.at);
-  const std::uint32_t v = warp_inclusive_sum(sum, lane);
-  if (lane == 31) sh.warp_sum[warp] = v;
-  bar_sync_id<3>(kTableThreads);
-  std::uint32_t pre = v - sum;
-  for (unsigned w = 0; w < warp; ++w) pre += sh.warp_sum[w];
-  const std::uint32_t bad = logic::lz4_table_token_place(j.size, j.n, i0, i1, j.op0 + pre, sh.at);
-  if (bad < j.n) atomicMin(&sh.first_bad, bad);
+  team_token_pass<3, kTableThreads>(sh, j, t, warp);  // kTokens: the whole block
 }
 
 // The table walk of buffer i by the whole thread block (every thread calls it).
