@@ -48,7 +48,7 @@ struct Lz4PipelineJob {
 //   team.post(job): starts `job`, which may still run when post returns; the walk touches neither
 //     the job's toks slot, its buffers, nor at[] until team.join() has returned;
 //   team.posted_ok(): after join, the posted token pass's answer (the first failing token or n).
-// The walk calls join() before every stage, tokens and post. toks holds 2 x cap entries (the
+// Nothing the walk posted is running at a stage, tokens or post (the walk has joined it). toks holds 2 x cap entries (the
 // chain writes one slot while the team reads the other), at cap + 1.
 CS_HD_TEMPLATE
 template <class Fill, class Team, class Mark>
@@ -109,12 +109,12 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
   // there, or a token failed and the walk went back to it: walking its chain again would list
   // it again), kFail.
   enum Step { kLoop, kSerial, kFail };
+  // Nothing is posted on entry: a step that posts settles after its chain before it returns
+  // kLoop, and the serial step settles first. So the window ahead is complete, the ready chain's
+  // token pass may start from op, and the team is free for a stage, a pass or a post.
   const auto fast_step = [&]() -> Step {
     Lz4PipelineJob job{0, 0, 0, 0, 0, 0, nullptr, 0, 0, 0, 0};
     if (rd.base != tbl_base || std::size_t{ip} - rd.base >= tbl_end) {
-      // a new table: every token pass answered first (the window ahead is complete then too)
-      Took s = settle();
-      if (s != kOn) return s == kBad ? kFail : kSerial;
       bool taken = false;
       if (ahead) {
         ahead = false;
@@ -129,7 +129,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
         }
       }
       if (!taken) {
-        s = finish();  // (the ready chain's window is the one restaged now)
+        const Took s = finish();  // (the ready chain's window is the one restaged now)
         if (s != kOn) return s == kBad ? kFail : kSerial;
         tbl_end = lz4_table_stage(rd, team, k, ip, in_size);
         tbl_base = rd.base;
@@ -145,10 +145,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
         ahead = true;
       }
     }
-    if (ready.n != 0) {
-      // its token pass, from the output position where the posted one ends
-      const Took s = settle();
-      if (s != kOn) return s == kBad ? kFail : kSerial;
+    if (ready.n != 0) {  // its token pass, from the output position where the last one ended
       job.n = ready.n;
       job.slot = ready.slot;
       job.tk = ready.k;
@@ -158,10 +155,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
       posted = ready;
       ready.n = 0;
     }
-    if (job.n != 0 || job.flen != 0) {
-      team.join();
-      team.post(job);
-    }
+    if (job.n != 0 || job.flen != 0) team.post(job);
     const auto base = static_cast<std::uint32_t>(rd.base);
     std::uint32_t r = ip - base;
     const std::uint32_t n = lz4_table_chain(team.table(k), &r, tbl_end, toks + slot * cap, cap, writer);

@@ -634,7 +634,8 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     go_ahead(TableJob{TableJobKind::kPipe, 0, 0, p.n, p.op0, p.tlen, p.tleft0, size, p.tk, nullptr,
                                       p.src, in_end, p.slot, p.fk, p.flen, p.fend, p.fleft0});
                   }
-                  // after join: every lane has read it before lane 0 resets it at the next job
+                  // after join, a posted or a whole-block pass's answer: every lane has read it
+                  // before lane 0 resets it at the next job (racecheck)
                   __device__ std::uint32_t posted_ok() const {
                     const std::uint32_t bad = sh.first_bad;
                     __syncwarp();
@@ -648,10 +649,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     if (!kTablePipeline && pending) return warp_tokens(sh, k, len, left0, n, op0, size, lane);
                     go(TableJob{TableJobKind::kTokens, 0, 0, n, op0, len, left0, size, k, nullptr, nullptr, nullptr,
                                 slot});
-                    // every lane has read it before lane 0 resets it for the next job (racecheck)
-                    const std::uint32_t bad = sh.first_bad;
-                    __syncwarp();
-                    return bad;
+                    return posted_ok();
                   }
                 } team{run, post, join, pending, sh, size, in_end, lane};
                 if constexpr (kTablePipeline) {
