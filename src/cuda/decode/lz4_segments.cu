@@ -311,7 +311,12 @@ struct TableShared {
   std::uint32_t at[kTableTokens + 1];
   std::uint32_t warp_sum[kTableWarps];
   std::uint32_t first_bad;
-  TableJob job;
+  // Two job slots, consecutive jobs alternating: a helper copies job n from its slot after
+  // barrier 1, and job n + 2's write into that slot comes after barrier 1 of job n + 1, which
+  // the helper reaches only after that copy. With one slot, racecheck reported warp 0's write of
+  // job n + 1 against the helpers' copy of job n once warp 0 left jobs early (the window ahead),
+  // though barrier 2 stands between them; none with two (session 32, docs/gpu_decoders.md).
+  TableJob job[2];
 };
 
 // An exclusive scan of v over the block's kTableThreads threads (every thread calls it);
@@ -522,10 +527,12 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
 // The table walk of buffer i by the whole thread block (every thread calls it).
 __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4SegmentScratch& s, TableShared& sh) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  unsigned par = 0;  // the job slot the next job goes to (consecutive jobs alternate)
   if (warp != 0) {
     for (;;) {
       bar_sync_id<1>(kTableThreads);
-      const TableJob j = sh.job;
+      const TableJob j = sh.job[par];
+      par ^= 1u;
       if (j.kind == TableJobKind::kDone) return;
       table_job(sh, j);
       bar_sync_id<2>(kTableThreads);
@@ -543,9 +550,10 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   const auto run = [&](const TableJob& j) {
     join();
     if (lane == 0) {
-      sh.job = j;
+      sh.job[par] = j;
       sh.first_bad = j.n;
     }
+    par ^= 1u;
     bar_sync_id<1>(kTableThreads);
     table_job(sh, j);
     bar_sync_id<2>(kTableThreads);
@@ -557,9 +565,10 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   const auto post = [&](const TableJob& j) {
     join();
     if (lane == 0) {
-      sh.job = j;
+      sh.job[par] = j;
       sh.first_bad = j.n;
     }
+    par ^= 1u;
     bar_sync_id<1>(kTableThreads);
     pending = true;
   };
@@ -662,7 +671,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
               });
   __syncwarp();  // lane 0 finished the buffer's tail alone: the whole warp meets the barrier
   join();        // a window ahead the walk did not take (a failed walk, the block's end)
-  if (lane == 0) sh.job.kind = TableJobKind::kDone;
+  if (lane == 0) sh.job[par].kind = TableJobKind::kDone;
   bar_sync_id<1>(kTableThreads);
 }
 
