@@ -43,21 +43,22 @@ using logic::DecodeStatus;
 
 constexpr unsigned kWalkWarps = 4;
 constexpr std::size_t kWalkWindow = 8192;
-// With CS_LZ4_TABLE_AHEAD=1 the table walk fills the next window's table ahead (the helper
-// warps, while warp 0 chains the current one: lz4_segment_walk_table's Team::Ahead), in a second
-// window and table; its windows are then 4 KiB so that both fit the shared memory one window of
-// 8 KiB takes (-DCS_LZ4_TABLE_WINDOW=n sets the window, up to 6144 with the window ahead under
-// the 48 KiB of static shared memory). Off by default: on the H200 (session 31) one chunk alone
-// is 12 % faster with 6 KiB windows and the batches 2-4 %, but racecheck still reports hazards on
-// its job handshake (docs/gpu_decoders.md, session 31).
+// The table walk fills the next window's table ahead (the helper warps, while warp 0 chains the
+// current one: lz4_segment_walk_table's Team::Ahead), in a second window and table; its windows
+// are then 6 KiB so that both fit the 48 KiB of static shared memory (one window of 8 KiB
+// without; -DCS_LZ4_TABLE_WINDOW=n sets it). On the H200 (session 32) one era5-like chunk alone
+// takes 18 % less kernel time than with the 8 KiB window and no window ahead
+// (-DCS_LZ4_TABLE_AHEAD=0), the era5-like and mixed batches 4-5 % less, the synth fields 1 %.
 // CS_LZ4_TABLE_PIPELINE=1 (the window ahead implied) walks with lz4_segment_walk_pipelined: the
 // helpers also run each trusted chain's token pass while warp 0 chains the next (two token
-// slots). Not yet run on a GPU: the host tests check its walk (Lz4Walk::kTablePipeline).
+// slots). Off: no faster than the window ahead alone on the batches and slower on one chunk
+// (session 32, docs/gpu_decoders.md): the helpers' token pass plus the next window's fill
+// outlast warp 0's chain.
 #ifndef CS_LZ4_TABLE_PIPELINE
 #define CS_LZ4_TABLE_PIPELINE 0
 #endif
 #ifndef CS_LZ4_TABLE_AHEAD
-#define CS_LZ4_TABLE_AHEAD CS_LZ4_TABLE_PIPELINE
+#define CS_LZ4_TABLE_AHEAD 1
 #endif
 constexpr bool kTablePipeline = CS_LZ4_TABLE_PIPELINE != 0;
 constexpr bool kTableAhead = CS_LZ4_TABLE_AHEAD != 0;
@@ -67,7 +68,7 @@ constexpr unsigned kTableBuffers = kTableAhead ? 2 : 1;
 #ifdef CS_LZ4_TABLE_WINDOW
 constexpr std::size_t kTableWindow = CS_LZ4_TABLE_WINDOW;
 #else
-constexpr std::size_t kTableWindow = kTableAhead ? 4096 : 8192;
+constexpr std::size_t kTableWindow = kTableAhead ? 6144 : 8192;
 #endif
 static_assert(kTableWindow % 16 == 0, "windows are filled with 16-byte stores");
 // Tokens the chain lists at a time (a window of the era5-like chunks holds ~150, of the synth
@@ -560,8 +561,8 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   };
   // hands out the window ahead and returns as soon as the helpers have it (the helpers' kAhead
   // or kPipe job). A sync at barrier 1 although warp 0 need not wait there: the helpers are
-  // parked there already (join came first), so it costs little, and it leaves barrier.arrive out
-  // of the handshake that racecheck still questions (docs/gpu_decoders.md, session 31).
+  // parked there already (join came first), so it costs little, and barrier.arrive stays out of
+  // the handshake (session 31: racecheck questioned it, as it did the one-slot handshake).
   const auto post = [&](const TableJob& j) {
     join();
     if (lane == 0) {
