@@ -7,7 +7,7 @@
 # rounds of gpu_decode_bench (which checks every chunk's bytes against the original) per variant,
 # and the medians of the kernel times per case and variant.
 #
-#   OUT=/empty/dir VARIANTS="main=;ahead=-DCS_LZ4_TABLE_AHEAD=1" bash bench/lz4_variants_ab.sh
+#   OUT=/empty/dir VARIANTS="main=;off=-DCS_LZ4_TABLE_AHEAD=0" bash bench/lz4_variants_ab.sh
 #
 # -> $OUT/session.log, build.log, gtest_<name>.log, bench.md (every run's table), summary.md.
 # Knobs: ROUNDS (2), REPEAT (5, CS_BENCH_REPEAT), CS_BENCH_ERA5_COUNTS (1), CS_BENCH_CODEC (lz4),
@@ -20,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
-VARIANTS=${VARIANTS:?set VARIANTS, e.g. main=;ahead=-DCS_LZ4_TABLE_AHEAD=1}
+VARIANTS=${VARIANTS:?set VARIANTS, e.g. main=;off=-DCS_LZ4_TABLE_AHEAD=0}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/session.log") 2>&1
 log() { printf '[lz4_ab %s] %s\n' "$(date +%H:%M:%S)" "$*"; }

@@ -9,10 +9,10 @@
 #   OUT=/empty/dir CASES="era5_4MiB x1 / lz4;era5_4MiB x256 / lz4" bash bench/lz4_walk_clocks.sh
 #
 # The phases: stage (taking the next table: the window's refill and its table fill, barriers
-# included; with CS_LZ4_TABLE_AHEAD=1 the wait for the window ahead, also shown alone as join, and
-# posting the next one), chain (warp 0 alone), tok (the token pass), marks (warp 0 alone), serial
-# (the sequences the table declines). Extra CUDA flags for the build: CUDA_FLAGS (e.g.
-# -DCS_LZ4_TABLE_AHEAD=1). With -DCS_LZ4_TABLE_PIPELINE=1 the patch's second file counts the
+# included; with the window ahead, the default since session 32, the wait for it, also shown
+# alone as join, and posting the next one), chain (warp 0 alone), tok (the token pass), marks
+# (warp 0 alone), serial (the sequences the table declines). Extra CUDA flags for the build:
+# CUDA_FLAGS (e.g. -DCS_LZ4_TABLE_AHEAD=0 for the walk without the window ahead). With -DCS_LZ4_TABLE_PIPELINE=1 the patch's second file counts the
 # pipelined walk (lz4_table_pipeline.hpp) in the same line: stage is taking a table (its stage,
 # the job's window) without the wait, join every wait for the team's job (chain by chain, not
 # only at a table), tok the posts and the token passes run at once, marks the answers taken.
