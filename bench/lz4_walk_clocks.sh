@@ -16,8 +16,12 @@
 # pipelined walk (lz4_table_pipeline.hpp) in the same line: stage is taking a table (its stage,
 # the job's window) without the wait, join every wait for the team's job (chain by chain, not
 # only at a table), tok the posts and the token passes run at once, marks the answers taken.
+# The patch's third file counts the helpers' side (HLP lines): the first helper thread's cycles
+# by job kind and part (block refills and fills, the block's token passes, the window ahead's
+# copy and fill, the pipeline's pass, copy and fill, and the waits between jobs at barriers 2
+# and 1), printed per case as shares of the helpers' time, jobs a buffer and cycles a job.
 # The counters cost a few cycles a phase; compare shares and cycles, not the bench's times. The
-# patch is against the walk as of session 30: if it no longer applies, refresh it with the walk.
+# patch is against the walk as of session 32: if it no longer applies, refresh it with the walk.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
@@ -40,7 +44,7 @@ for c in "${cases[@]}"; do
   log "case '$c'"
   echo "## $c" >>"$OUT/clocks.txt"
   CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 120 \
-    "$TREE/build/gpu_decode_bench" 2>&1 | grep '^CLK' >"$OUT/clk.tmp"
+    "$TREE/build/gpu_decode_bench" 2>&1 | grep -E '^(CLK|HLP)' >"$OUT/clk.tmp"
   /usr/bin/python3 - "$OUT/clk.tmp" <<'PY' | tee -a "$OUT/clocks.txt"
 import re, statistics, sys
 rows = []
@@ -59,6 +63,24 @@ print(f"walks {len(rows)}; cycles a walk {med(lambda r: r[1]):.0f}; tables {med(
       f"chain cycles a token {med(lambda r: r[7] / max(r[9], 1)):.1f}")
 for name, k in (("stage", 2), ("(join)", 6), ("chain", 7), ("tok", 10), ("marks", 11), ("serial", 12)):
     print(f"  {name:6s} {100 * med(lambda r: r[k] / r[1]):5.1f} % of the walk, {med(lambda r: r[k] / r[3]):7.0f} cycles a table")
+# the helpers' side (HLP lines: the first helper thread's cycles and job counts by part)
+parts = ("stage", "fill", "tokens", "ahead copy", "ahead fill", "pipe pass", "pipe copy", "pipe fill", "wait", "split")
+hlp = []
+for line in open(sys.argv[1]):
+    if line.startswith("HLP"):
+        n = [int(x) for x in re.findall(r"-?\d+", line)]
+        if len(n) == 1 + 2 * len(parts):
+            hlp.append(n)
+if hlp:
+    print(f"helpers: buffers {len(hlp)}; their time by part (share of all their cycles, jobs a buffer, cycles a job):")
+    total = lambda r: sum(r[1 + 2 * i] for i in range(len(parts)))
+    for i, name in enumerate(parts):
+        c, n = 1 + 2 * i, 2 + 2 * i
+        if statistics.median(r[n] for r in hlp) == 0:
+            continue
+        share = statistics.median(r[c] / total(r) for r in hlp)
+        per = statistics.median(r[c] / max(r[n], 1) for r in hlp)
+        print(f"  {name:10s} {100 * share:5.1f} %, {statistics.median(r[n] for r in hlp):6.0f} jobs, {per:7.0f} cycles a job")
 PY
 done
 rm -f "$OUT/clk.tmp"
