@@ -46,10 +46,16 @@ struct Lz4PipelineJob {
 //   Team::Pipeline: std::true_type;
 //   team.tokens(k, window, len, left0, n, op0, slot): as there, over toks slot `slot`;
 //   team.post(job): starts `job`, which may still run when post returns; the walk touches neither
-//     the job's toks slot, its buffers, nor at[] until team.join() has returned;
-//   team.posted_ok(): after join, the posted token pass's answer (the first failing token or n).
-// Nothing the walk posted is running at a stage, tokens or post (the walk has joined it). toks holds 2 x cap entries (the
-// chain writes one slot while the team reads the other), at cap + 1.
+//     the job's toks slot nor at[] until team.join_pass() (or join) has returned, nor the buffer
+//     it fills until team.join() has;
+//   team.join_pass(): returns once the posted job's token pass has answered (its fill may run on);
+//   team.posted_ok(): after join_pass, the posted token pass's answer (the first failing token or n).
+// Nothing the walk posted is running at a stage, tokens or post (the walk has joined it). toks
+// holds 2 x cap entries (the chain writes one slot while the team reads the other), at cap + 1.
+// The walk waits for a token pass's answer after its next chain (join_pass) and for the window's
+// fill only where it needs the team again: at the next table or post, or before a serial step.
+// (Session 32 on the H200: waiting for the whole job after each chain left warp 0 waiting
+// ~3.4 k cycles a table of ~16 k on the era5-like batch, the fill running past the chain.)
 CS_HD_TEMPLATE
 template <class Fill, class Team, class Mark>
 CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, Team& team, std::uint16_t* toks,
@@ -87,10 +93,10 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
     ip = c.base + t[ok];
     return kBack;
   };
-  // the posted chain's answer (after the team's job, which join waits for)
+  // the posted chain's answer (once the team's job has answered it: join_pass)
   const auto settle = [&]() -> Took {
-    team.join();
     if (posted.n == 0) return kOn;
+    team.join_pass();
     const Chain c = posted;
     posted.n = 0;
     return take(c, team.posted_ok());
@@ -109,12 +115,14 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
   // there, or a token failed and the walk went back to it: walking its chain again would list
   // it again), kFail.
   enum Step { kLoop, kSerial, kFail };
-  // Nothing is posted on entry: a step that posts settles after its chain before it returns
-  // kLoop, and the serial step settles first. So the window ahead is complete, the ready chain's
-  // token pass may start from op, and the team is free for a stage, a pass or a post.
+  // No token pass is unanswered on entry: a step that posts settles after its chain before it
+  // returns kLoop, and the serial step settles first. So the ready chain's token pass may start
+  // from op. The last job's window fill may still run: the step joins it before it takes that
+  // window or asks the team for anything.
   const auto fast_step = [&]() -> Step {
     Lz4PipelineJob job{0, 0, 0, 0, 0, 0, nullptr, 0, 0, 0, 0};
     if (rd.base != tbl_base || std::size_t{ip} - rd.base >= tbl_end) {
+      team.join();
       bool taken = false;
       if (ahead) {
         ahead = false;
@@ -155,7 +163,10 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
       posted = ready;
       ready.n = 0;
     }
-    if (job.n != 0 || job.flen != 0) team.post(job);
+    if (job.n != 0 || job.flen != 0) {
+      team.join();  // (the last job's fill, if the step took no table)
+      team.post(job);
+    }
     const auto base = static_cast<std::uint32_t>(rd.base);
     std::uint32_t r = ip - base;
     const std::uint32_t n = lz4_table_chain(team.table(k), &r, tbl_end, toks + slot * cap, cap, writer);
@@ -171,6 +182,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
     }
     // a decline ends the chain: its token pass now (the serial step there needs the output
     // position), and on along the table if every token passed (the next chain lists none)
+    team.join();
     const std::uint32_t ok = team.tokens(k, static_cast<const std::uint8_t*>(rd.window),
                                          static_cast<std::uint32_t>(rd.len), in_size - base, n, op, slot);
     s = take(Chain{n, base, static_cast<std::uint32_t>(rd.len), k, slot}, ok);
@@ -185,8 +197,10 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
       if (st == kLoop) continue;
     }
     // one sequence the serial way, every token pass answered first (a failing token moves ip
-    // back to itself: the serial step is then that token's)
-    if (settle() == kBad || finish() == kBad) return DecodeStatus::kCorrupt;
+    // back to itself: the serial step is then that token's), the team idle
+    if (settle() == kBad) return DecodeStatus::kCorrupt;
+    team.join();
+    if (finish() == kBad) return DecodeStatus::kCorrupt;
     if (!lz4_mark_before(&m, ip, op, max_segments, mark)) return DecodeStatus::kCorrupt;
     bool last = false;
     const DecodeStatus st = lz4_walk_read(rd, in_size, size, &ip, &op, &last);
@@ -201,6 +215,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
 struct Lz4HostPipelineTeam : Lz4HostTableTeamOf<true> {
   using Pipeline = std::true_type;
   std::uint32_t ok = 0;
+  void join_pass() {}
   void post(const Lz4PipelineJob& j) {
     if (j.n != 0) ok = tokens(j.tk, win[j.tk], j.tlen, j.tleft0, j.n, j.op0, j.slot);
     if (j.flen != 0) ahead(j.fk, j.src, j.flen, j.fend, j.fleft0);

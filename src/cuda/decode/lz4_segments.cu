@@ -513,7 +513,12 @@ __device__ void table_job(TableShared& sh, const TableJob& j) {
       const unsigned h = t - 32, hw = warp - 1;
       // the token pass over the helpers (part 2 reads only at[]: every read of window k is before
       // the scan's barrier, so the fill below, into window k or the other, needs none of its own)
-      if (j.n != 0) team_token_pass<4, kTableHelpers>(sh, j, h, hw);
+      // then its answer to warp 0 (barrier 5: the helpers arrive, warp 0 waits there in
+      // join_pass; at[] and first_bad are written before the arrival), and the fill on
+      if (j.n != 0) {
+        team_token_pass<4, kTableHelpers>(sh, j, h, hw);
+        bar_arrive_id<5>(kTableThreads);
+      }
       if (j.flen != 0) {
         block_copy_window(sh.window[j.fk], j.src, j.flen, j.src_end, h, kTableHelpers);
         bar_sync_id<4>(kTableHelpers);
@@ -542,7 +547,18 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   // warp 0: hands out job j, does its part, returns once every warp has done its part; the
   // helpers must first have finished the window ahead, if one is being filled (join)
   bool pending = false;  // the helpers are filling a window ahead (the same in every lane)
+  // the helpers' kPipe job has a token pass whose answer warp 0 has not waited for (barrier 5)
+  bool pass_pending = false;
+  const auto join_pass = [&] {
+    if constexpr (kTablePipeline) {
+      if (pass_pending) {
+        bar_sync_id<5>(kTableThreads);
+        pass_pending = false;
+      }
+    }
+  };
   const auto join = [&] {
+    join_pass();
     if (pending) {
       bar_sync_id<2>(kTableThreads);
       pending = false;
@@ -572,6 +588,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
     par ^= 1u;
     bar_sync_id<1>(kTableThreads);
     pending = true;
+    pass_pending = j.kind == TableJobKind::kPipe && j.n != 0;
   };
   walk_buffer(b, i, s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
@@ -619,6 +636,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                   decltype(run)& go;
                   decltype(post)& go_ahead;
                   decltype(join)& join_ahead;
+                  decltype(join_pass)& join_posted_pass;
                   const bool& pending;
                   TableShared& sh;
                   std::uint32_t size;
@@ -640,12 +658,13 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     go_ahead(TableJob{TableJobKind::kAhead, 0, end, 0, 0, len, left0, size, k, nullptr, src, in_end});
                   }
                   __device__ void join() { join_ahead(); }
+                  __device__ void join_pass() { join_posted_pass(); }
                   __device__ void post(const logic::Lz4PipelineJob& p) {
                     go_ahead(TableJob{TableJobKind::kPipe, 0, 0, p.n, p.op0, p.tlen, p.tleft0, size, p.tk, nullptr,
                                       p.src, in_end, p.slot, p.fk, p.flen, p.fend, p.fleft0});
                   }
-                  // after join, a posted or a whole-block pass's answer: every lane has read it
-                  // before lane 0 resets it at the next job (racecheck)
+                  // after join_pass, a posted or a whole-block pass's answer: every lane has read
+                  // it before lane 0 resets it at the next job (racecheck)
                   __device__ std::uint32_t posted_ok() const {
                     const std::uint32_t bad = sh.first_bad;
                     __syncwarp();
@@ -661,7 +680,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                                 slot});
                     return posted_ok();
                   }
-                } team{run, post, join, pending, sh, size, in_end, lane};
+                } team{run, post, join, join_pass, pending, sh, size, in_end, lane};
                 if constexpr (kTablePipeline) {
                   return logic::lz4_segment_walk_pipelined(rd, team, sh.toks, kTableTokens, sh.at, lane == 0,
                                                            in_size, size, bound, mark, count);

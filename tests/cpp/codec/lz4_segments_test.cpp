@@ -115,8 +115,8 @@ struct Walked {
 // only records its request and fills the buffer with junk; join() does the work: a walk that
 // touched the buffer ahead before it joined would read junk and go astray. WithPipeline
 // (lz4_table_pipeline.hpp), post() runs the token pass at once into a copy of at[], fills at[]
-// with junk, and join() publishes it; join() also checks that the walk left the posted token
-// slot alone.
+// with junk, and join_pass() publishes it (join() too: it joins the pass first), checking that
+// the walk left the posted token slot alone; the window ahead stays junk until join().
 template <bool WithAhead, bool WithPipeline = false>
 struct ThreeThreadTeam {
   using Ahead = std::bool_constant<WithAhead>;
@@ -169,13 +169,15 @@ struct ThreeThreadTeam {
     std::memset(win[k], 0xA5, cap);
     std::fill(tbl[k].begin(), tbl[k].end(), std::uint16_t{0xBEEF});
   }
+  void join_pass() {
+    if (!tok_pending) return;
+    tok_pending = false;
+    EXPECT_TRUE(std::equal(tok_list.begin(), tok_list.end(), toks.begin() + tok_slot * tcap))
+        << "the walk wrote the posted token slot before join";
+    at = tok_at;
+  }
   void join() {
-    if (tok_pending) {
-      tok_pending = false;
-      EXPECT_TRUE(std::equal(tok_list.begin(), tok_list.end(), toks.begin() + tok_slot * tcap))
-          << "the walk wrote the posted token slot before join";
-      at = tok_at;
-    }
+    join_pass();
     if (!pending) return;
     pending = false;
     std::memcpy(win[p_k], p_src, p_len);
@@ -205,6 +207,7 @@ struct ThreeThreadTeam {
                        std::uint32_t n, std::uint32_t op0, std::uint32_t slot) {
     EXPECT_EQ(w, win[k]);
     EXPECT_FALSE(tok_pending) << "a token pass while the posted one is unanswered";
+    EXPECT_FALSE(WithPipeline && pending) << "a token pass while the team fills a window";
     ++synced;
     EXPECT_TRUE(slot == 0 || WithPipeline);
     std::fill(at.begin(), at.end(), 0xDEADBEEFu);
