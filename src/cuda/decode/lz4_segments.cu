@@ -262,7 +262,8 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
 // window and fill its table (named barrier 4 among the helpers between the two), and waits at
 // barrier 2 only when it needs the helpers again (join). kPipe (the pipelined walk's post) is
 // handed out the same way: the helpers' token pass of a trusted chain (their own scan over
-// barrier 4), then a window ahead as kAhead's.
+// barrier 4), its answer to warp 0 through barrier 5 (the helpers arrive, warp 0 waits there
+// in join_pass), then a window ahead as kAhead's.
 enum class TableJobKind : std::uint32_t { kStage, kFill, kTokens, kAhead, kPipe, kSplit, kDone };
 struct TableJob {
   TableJobKind kind;
@@ -577,8 +578,9 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   };
   // hands out the window ahead and returns as soon as the helpers have it (the helpers' kAhead
   // or kPipe job). A sync at barrier 1 although warp 0 need not wait there: the helpers are
-  // parked there already (join came first), so it costs little, and barrier.arrive stays out of
-  // the handshake (session 31: racecheck questioned it, as it did the one-slot handshake).
+  // parked there already (join came first), so it costs little, and the job's handout stays a
+  // sync on both sides (session 31: racecheck questioned barrier.arrive there, as it did the
+  // one-slot handshake). The one arrive is kPipe's answer at barrier 5.
   const auto post = [&](const TableJob& j) {
     join();
     if (lane == 0) {

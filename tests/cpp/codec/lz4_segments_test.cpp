@@ -138,8 +138,15 @@ struct ThreeThreadTeam {
   std::vector<std::uint32_t> tok_at;
   std::vector<std::uint16_t> tok_list;
 
-  const std::uint16_t* table(std::uint32_t k) const { return tbl[k].data(); }
-  std::uint8_t* window(std::uint32_t k) const { return win[k]; }
+  // (the buffer a window ahead goes into is the team's until join)
+  const std::uint16_t* table(std::uint32_t k) const {
+    EXPECT_FALSE(pending && k == p_k) << "the table ahead read before join";
+    return tbl[k].data();
+  }
+  std::uint8_t* window(std::uint32_t k) const {
+    EXPECT_FALSE(pending && k == p_k) << "the window ahead taken before join";
+    return win[k];
+  }
   void fill(std::uint32_t k, const std::uint8_t* w, std::uint32_t r0, std::uint32_t end, std::uint32_t len,
             std::uint32_t left0) {
     EXPECT_LT(r0, end);
@@ -226,11 +233,21 @@ struct ThreeThreadTeam {
   }
 };
 
+// The reader's refill (on the GPU a block job): with `team_filling` set (the pipelined walk,
+// which joins before a serial step), never while the team fills a window.
+struct CheckedFill {
+  const bool* team_filling = nullptr;
+  void operator()(std::uint8_t* win, const std::uint8_t* src, std::size_t n) const {
+    EXPECT_FALSE(team_filling != nullptr && *team_filling) << "a refill while the team fills a window";
+    std::memcpy(win, src, n);
+  }
+};
+
 Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk kind) {
   const std::unique_ptr<std::uint8_t[]> src = exact_copy(enc);
   Walked w;
   std::vector<std::uint8_t> win(window), win2(window);
-  logic::Lz4StagedReader<logic::Lz4MemcpyFill> rd{src.get(), enc.size(), win.data(), window, {}};
+  logic::Lz4StagedReader<CheckedFill> rd{src.get(), enc.size(), win.data(), window, {}};
   const std::size_t bound = logic::lz4_segment_bound(enc.size(), size);
   const auto mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
     EXPECT_EQ(k, w.marks.size());
@@ -258,6 +275,7 @@ Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk
   };
   if (kind == logic::Lz4Walk::kTablePipeline) {
     ThreeThreadTeam<true, true> team{{}, {win.data(), win2.data()}, toks, at, out_n, window, cap};
+    rd.fill.team_filling = &team.pending;
     team.tbl[0].assign(window + 1, 0xDEAD);
     team.tbl[1].assign(window + 1, 0xDEAD);
     w.status = logic::lz4_segment_walk_pipelined(rd, team, toks.data(), cap, at.data(), true, in_n, out_n, bound,
