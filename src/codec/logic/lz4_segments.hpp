@@ -279,22 +279,61 @@ CS_HD inline bool lz4_table_shape(const std::uint8_t* w, std::uint32_t avail, st
 // where the table declines it; and tbl[r] = r for r in [r_end, len] (the table has len + 1
 // entries: an entry can equal len). Every position where the chain stops, a decline or past the
 // table's end, is thus a fixed point, so lz4_table_chain steps without a test between loads.
-// `len` is the window's staged bytes, `left0` the block's bytes from the window's start. Most
-// positions take lz4_fast_next (no branch on the bytes, so a lane's positions overlap); where it
-// declines (a length byte of 255, the block's end) the general shape decides.
+// `len` is the window's staged bytes, `left0` the block's bytes from the window's start.
+//
+// A lane takes four of its positions a step (r, r + stride, r + 2 stride, r + 3 stride): first
+// the token and first length byte of all four, then the byte after each offset (e2), then the
+// four decisions (lz4_fast_next's rule, in bit operations so that no load waits behind a branch)
+// and stores. One position a step had been two dependent shared loads and a store in turn, and
+// the compiler cannot lift the next position's loads above the store (a byte pointer may alias
+// the table). Lanes of a warp still read neighbouring bytes, as before: taking four consecutive
+// positions a lane instead (one word holds their tokens) spread a warp's e2 loads over 128+ bytes,
+// and under a full GPU's load the fill then took 50 % longer. Session 33 on the H200 (era5-like
+// 4 MiB chunks, 6 KiB windows, the helpers' clocks): ~5.5 k cycles a window in a batch of 256
+// and ~4.3 k alone, against ~6.6 k and ~5.4 k one position a step (docs/gpu_decoders.md).
+// A position whose lengths run into a 255 byte takes lz4_table_shape (rare). Positions past
+// r_end in a lane's last step read position r's bytes and store nothing.
 CS_HD inline void lz4_table_fill(const std::uint8_t* w, std::uint16_t* tbl, std::uint32_t r_begin,
                                  std::uint32_t r_end, std::uint32_t len, std::uint32_t left0, std::uint32_t first,
                                  std::uint32_t stride) {
 #if defined(__CUDA_ARCH__)
-#pragma unroll 4
+#pragma unroll 1
 #endif
-  for (std::uint32_t r = r_begin + first; r < r_end; r += stride) {
-    std::uint32_t n = lz4_fast_next(w + r, left0 - r);
-    if (n == 0) {
-      Lz4FastShape f;
-      if (lz4_table_shape(w + r, len - r, left0 - r, &f)) n = f.size;
+  for (std::uint32_t r = r_begin + first; r < r_end; r += 4u * stride) {
+    std::uint32_t rc[4], t[4], e1[4], q[4], e2[4];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      const std::uint32_t ri = r + i * stride;
+      rc[i] = ri < r_end ? ri : r;
+      t[i] = w[rc[i]];
+      e1[i] = w[rc[i] + 1];
     }
-    tbl[r] = static_cast<std::uint16_t>(r + n);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      const std::uint32_t lit_ext = (t[i] >> 4) == 15u ? 1u : 0u;
+      q[i] = 1u + lit_ext + (t[i] >> 4) + (lit_ext ? e1[i] : 0u);  // the offset's position from rc[i]
+      e2[i] = w[rc[i] + q[i] + 2u];
+    }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      const std::uint32_t ri = r + i * stride;
+      if (ri >= r_end) break;
+      const std::uint32_t lit_ext = (t[i] >> 4) == 15u ? 1u : 0u, m_ext = (t[i] & 15u) == 15u ? 1u : 0u;
+      const std::uint32_t bad = (lit_ext & (e1[i] == 255u ? 1u : 0u)) | (left0 - ri < q[i] + 3u ? 1u : 0u) |
+                                (m_ext & (e2[i] == 255u ? 1u : 0u));
+      std::uint32_t n = bad ? 0u : q[i] + 2u + m_ext;
+      if (n == 0) {
+        Lz4FastShape f;
+        if (lz4_table_shape(w + ri, len - ri, left0 - ri, &f)) n = f.size;
+      }
+      tbl[ri] = static_cast<std::uint16_t>(ri + n);
+    }
   }
   for (std::uint32_t r = r_end + first; r <= len; r += stride) tbl[r] = static_cast<std::uint16_t>(r);
 }

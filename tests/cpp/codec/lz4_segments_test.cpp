@@ -383,6 +383,57 @@ TEST(Lz4Segments, PipelinedWalkPostsMostTokenPasses) {
 // The chain against a one-step-a-token reference, on random tables with declines (fixed points
 // below end), the identity past end, every start, and caps below, at and above its blocks of
 // kLz4ChainSteps loads: the same tokens, count and stop.
+// The table fill (four positions a lane a step, session 33) against the rule it stands for, one
+// position at a time: lz4_fast_next, else lz4_table_shape, else the position itself; positions
+// from r_end to len their own; positions before r_begin untouched. Windows of random bytes rich
+// in 0xF nibbles and 255 length bytes (so that both lengths extend and the long-run rule
+// decides), r_begin anywhere below r_end, the block's end inside and past the window, and
+// teams of 1, 3 and 32 lanes.
+TEST(Lz4Segments, TableFillSetsWhatOnePositionAtATimeSets) {
+  std::mt19937 rng(33);
+  std::uint64_t shaped = 0;  // positions lz4_fast_next declined and the shape took
+  for (int round = 0; round < 400; ++round) {
+    const std::uint32_t len = 300 + rng() % 3000;
+    std::vector<std::uint8_t> w(len);
+    const unsigned kind = round % 4;
+    for (auto& b : w) {
+      const unsigned x = rng() % 16;
+      b = kind != 0 && x < 3 ? 255 : kind == 2 && x < 6 ? 0xF0 | (rng() % 16) : static_cast<std::uint8_t>(rng());
+    }
+    // the block's bytes from the window's start: past the window, or ending inside it
+    const std::uint32_t left0 = rng() % 3 == 0 ? len + rng() % 5000 : 283 + rng() % (len - 282);
+    const std::uint32_t r_end = logic::lz4_table_end(0, len, left0);
+    if (r_end == 0) continue;
+    const std::uint32_t r_begin = rng() % 2 == 0 ? 0 : rng() % r_end;
+    std::vector<std::uint16_t> want(len + 1, 0xDEAD);
+    for (std::uint32_t r = r_begin; r <= len; ++r) {
+      std::uint32_t n = 0;
+      if (r < r_end) {
+        n = logic::lz4_fast_next(w.data() + r, left0 - r);
+        logic::Lz4FastShape f;
+        if (n == 0 && logic::lz4_table_shape(w.data() + r, len - r, left0 - r, &f)) {
+          n = f.size;
+          ++shaped;
+        }
+      }
+      want[r] = static_cast<std::uint16_t>(r + n);
+    }
+    // lanes run one after another, in both orders: a position written by two lanes (the GPU's
+    // race) would show in one of them
+    for (const std::uint32_t lanes : {1u, 3u, 32u}) {
+      for (const bool up : {false, true}) {
+        std::vector<std::uint16_t> got(len + 1, 0xDEAD);
+        for (std::uint32_t i = 0; i < lanes; ++i)
+          logic::lz4_table_fill(w.data(), got.data(), r_begin, r_end, len, left0, up ? i : lanes - 1 - i, lanes);
+        for (std::uint32_t r = 0; r <= len; ++r)
+          ASSERT_EQ(got[r], want[r]) << "round " << round << " lanes " << lanes << (up ? " up" : " down") << " position "
+                                     << r << " of [" << r_begin << ", " << r_end << "), len " << len;
+      }
+    }
+  }
+  EXPECT_GT(shaped, 1000u);  // the rare path ran
+}
+
 TEST(Lz4Segments, TableChainListsWhatOneStepAtATimeLists) {
   std::mt19937 rng(29);
   for (int round = 0; round < 200; ++round) {
