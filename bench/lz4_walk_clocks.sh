@@ -20,8 +20,11 @@
 # by job kind and part (block refills and fills, the block's token passes, the window ahead's
 # copy and fill, the pipeline's pass, copy and fill, and the waits between jobs at barriers 2
 # and 1), printed per case as shares of the helpers' time, jobs a buffer and cycles a job.
+# Its WTK lines split warp 0's own token pass (warp_tokens, the default walk's pass while the
+# helpers fill the window ahead) into part 1 (each lane's sequences read and summed), the scan,
+# part 2 (placed and checked) and the first failing token's reduction, cycles a call.
 # The counters cost a few cycles a phase; compare shares and cycles, not the bench's times. The
-# patch is against the walk as of session 32: if it no longer applies, refresh it with the walk.
+# patch is against the walk as of session 33: if it no longer applies, refresh it with the walk.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
@@ -81,6 +84,17 @@ if hlp:
         share = statistics.median(r[c] / total(r) for r in hlp)
         per = statistics.median(r[c] / max(r[n], 1) for r in hlp)
         print(f"  {name:10s} {100 * share:5.1f} %, {statistics.median(r[n] for r in hlp):6.0f} jobs, {per:7.0f} cycles a job")
+# warp 0's own token pass by part (WTK lines: size, calls, then cycles of part 1, scan, part 2, reduction)
+wtk = []
+for line in open(sys.argv[1]):
+    if line.startswith("WTK"):
+        n = [int(x) for x in re.findall(r"-?\d+", line)]
+        if len(n) == 6 and n[1] != 0:
+            wtk.append(n)
+if wtk:
+    per = lambda k: statistics.median(r[k] / r[1] for r in wtk)
+    print(f"warp 0's token pass: buffers {len(wtk)}, {statistics.median(r[1] for r in wtk):.0f} calls a buffer; "
+          f"cycles a call: part 1 {per(2):.0f}, scan {per(3):.0f}, part 2 {per(4):.0f}, first failing {per(5):.0f}")
 PY
 done
 rm -f "$OUT/clk.tmp"
