@@ -22,7 +22,9 @@
 # and 1), printed per case as shares of the helpers' time, jobs a buffer and cycles a job.
 # Its WTK lines split warp 0's own token pass (warp_tokens, the default walk's pass while the
 # helpers fill the window ahead) into part 1 (each lane's sequences read and summed), the scan,
-# part 2 (placed and checked) and the first failing token's reduction, cycles a call.
+# part 2 (placed and checked) and the first failing token's reduction, cycles a call, and count
+# lane 0's cycles in the walk's segment marks (the slot written, the segment before it pushed:
+# the queue's atomic and its release store).
 # The counters cost a few cycles a phase; compare shares and cycles, not the bench's times. The
 # patch is against the walk as of session 33: if it no longer applies, refresh it with the walk.
 set -uo pipefail
@@ -47,7 +49,7 @@ for c in "${cases[@]}"; do
   log "case '$c'"
   echo "## $c" >>"$OUT/clocks.txt"
   CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 120 \
-    "$TREE/build/gpu_decode_bench" 2>&1 | grep -E '^(CLK|HLP)' >"$OUT/clk.tmp"
+    "$TREE/build/gpu_decode_bench" 2>&1 | grep -E '^(CLK|HLP|WTK)' >"$OUT/clk.tmp"
   /usr/bin/python3 - "$OUT/clk.tmp" <<'PY' | tee -a "$OUT/clocks.txt"
 import re, statistics, sys
 rows = []
@@ -84,17 +86,22 @@ if hlp:
         share = statistics.median(r[c] / total(r) for r in hlp)
         per = statistics.median(r[c] / max(r[n], 1) for r in hlp)
         print(f"  {name:10s} {100 * share:5.1f} %, {statistics.median(r[n] for r in hlp):6.0f} jobs, {per:7.0f} cycles a job")
-# warp 0's own token pass by part (WTK lines: size, calls, then cycles of part 1, scan, part 2, reduction)
+# warp 0's own token pass by part and the marks' pushes (WTK lines: size, calls, cycles of part 1,
+# scan, part 2, reduction, then marks and their cycles)
 wtk = []
 for line in open(sys.argv[1]):
     if line.startswith("WTK"):
         n = [int(x) for x in re.findall(r"-?\d+", line)]
-        if len(n) == 6 and n[1] != 0:
+        if len(n) == 8:
             wtk.append(n)
 if wtk:
-    per = lambda k: statistics.median(r[k] / r[1] for r in wtk)
-    print(f"warp 0's token pass: buffers {len(wtk)}, {statistics.median(r[1] for r in wtk):.0f} calls a buffer; "
-          f"cycles a call: part 1 {per(2):.0f}, scan {per(3):.0f}, part 2 {per(4):.0f}, first failing {per(5):.0f}")
+    med = lambda f: statistics.median(f(r) for r in wtk)
+    if med(lambda r: r[1]) != 0:
+        per = lambda k: med(lambda r: r[k] / max(r[1], 1))
+        print(f"warp 0's token pass: buffers {len(wtk)}, {med(lambda r: r[1]):.0f} calls a buffer; "
+              f"cycles a call: part 1 {per(2):.0f}, scan {per(3):.0f}, part 2 {per(4):.0f}, first failing {per(5):.0f}")
+    print(f"marks: {med(lambda r: r[6]):.0f} a buffer, {med(lambda r: r[7] / max(r[6], 1)):.0f} cycles each "
+          f"(slot written, the one before pushed), {med(lambda r: r[7]):.0f} cycles a buffer")
 PY
 done
 rm -f "$OUT/clk.tmp"
