@@ -279,7 +279,9 @@ CS_HD inline bool lz4_table_shape(const std::uint8_t* w, std::uint32_t avail, st
 // where the table declines it; and tbl[r] = r for r in [r_end, len] (the table has len + 1
 // entries: an entry can equal len). Every position where the chain stops, a decline or past the
 // table's end, is thus a fixed point, so lz4_table_chain steps without a test between loads.
-// `len` is the window's staged bytes, `left0` the block's bytes from the window's start.
+// `len` is the window's staged bytes, `left0` the block's bytes from the window's start; r_end is
+// at most lz4_table_end(base, len, ...), and `stride`, a team's size, is small (a lane's steps of
+// 4 x stride must not wrap 32 bits).
 //
 // A lane takes four of its positions a step (r, r + stride, r + 2 stride, r + 3 stride): first
 // the token and first length byte of all four, then the byte after each offset (e2), then the

@@ -380,15 +380,15 @@ TEST(Lz4Segments, PipelinedWalkPostsMostTokenPasses) {
   EXPECT_GE(posted, 3 * synced) << posted << " posted, " << synced << " at once";
 }
 
-// The chain against a one-step-a-token reference, on random tables with declines (fixed points
-// below end), the identity past end, every start, and caps below, at and above its blocks of
-// kLz4ChainSteps loads: the same tokens, count and stop.
 // The table fill (four positions a lane a step, session 33) against the rule it stands for, one
 // position at a time: lz4_fast_next, else lz4_table_shape, else the position itself; positions
 // from r_end to len their own; positions before r_begin untouched. Windows of random bytes rich
 // in 0xF nibbles and 255 length bytes (so that both lengths extend and the long-run rule
-// decides), r_begin anywhere below r_end, the block's end inside and past the window, and
-// teams of 1, 3 and 32 lanes.
+// decides), r_begin anywhere below r_end, the block ending inside the window or past it (the
+// table's end, lz4_table_end, follows either), and teams of 1, 3 and 32 lanes. Each lane also
+// fills a table of its own: the lanes' writes must be disjoint and cover [r_begin, len], since
+// on the GPU they run at once (two lanes writing one position would be a race even where they
+// write the same value).
 TEST(Lz4Segments, TableFillSetsWhatOnePositionAtATimeSets) {
   std::mt19937 rng(33);
   std::uint64_t shaped = 0;  // positions lz4_fast_next declined and the shape took
@@ -418,22 +418,33 @@ TEST(Lz4Segments, TableFillSetsWhatOnePositionAtATimeSets) {
       }
       want[r] = static_cast<std::uint16_t>(r + n);
     }
-    // lanes run one after another, in both orders: a position written by two lanes (the GPU's
-    // race) would show in one of them
     for (const std::uint32_t lanes : {1u, 3u, 32u}) {
-      for (const bool up : {false, true}) {
-        std::vector<std::uint16_t> got(len + 1, 0xDEAD);
-        for (std::uint32_t i = 0; i < lanes; ++i)
-          logic::lz4_table_fill(w.data(), got.data(), r_begin, r_end, len, left0, up ? i : lanes - 1 - i, lanes);
-        for (std::uint32_t r = 0; r <= len; ++r)
-          ASSERT_EQ(got[r], want[r]) << "round " << round << " lanes " << lanes << (up ? " up" : " down") << " position "
-                                     << r << " of [" << r_begin << ", " << r_end << "), len " << len;
+      std::vector<std::uint16_t> got(len + 1, 0xDEAD);
+      std::vector<std::uint32_t> writers(len + 1, 0);  // lanes that wrote each position
+      for (std::uint32_t lane = 0; lane < lanes; ++lane) {
+        std::vector<std::uint16_t> own(len + 1, 0xDEAD);  // (0xDEAD is no entry: len < 0xDEAD)
+        logic::lz4_table_fill(w.data(), own.data(), r_begin, r_end, len, left0, lane, lanes);
+        for (std::uint32_t r = 0; r <= len; ++r) {
+          if (own[r] == 0xDEAD) continue;
+          ++writers[r];
+          got[r] = own[r];
+        }
+      }
+      for (std::uint32_t r = 0; r <= len; ++r) {
+        ASSERT_EQ(writers[r], r >= r_begin ? 1u : 0u)
+            << "round " << round << " lanes " << lanes << " position " << r << " of [" << r_begin << ", " << r_end
+            << "), len " << len;
+        ASSERT_EQ(got[r], want[r]) << "round " << round << " lanes " << lanes << " position " << r << " of ["
+                                   << r_begin << ", " << r_end << "), len " << len;
       }
     }
   }
   EXPECT_GT(shaped, 1000u);  // the rare path ran
 }
 
+// The chain against a one-step-a-token reference, on random tables with declines (fixed points
+// below end), the identity past end, every start, and caps below, at and above its blocks of
+// kLz4ChainSteps loads: the same tokens, count and stop.
 TEST(Lz4Segments, TableChainListsWhatOneStepAtATimeLists) {
   std::mt19937 rng(29);
   for (int round = 0; round < 200; ++round) {
