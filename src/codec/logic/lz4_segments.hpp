@@ -427,15 +427,82 @@ CS_HD inline bool lz4_token_fits(std::uint32_t packed, std::uint32_t pos, std::u
          static_cast<std::uint64_t>(pos) + lz4_token_len(packed) <= size;
 }
 
+// Part 1 takes a thread's tokens Width at a time: their positions, then each token and first
+// literal length byte (e1), then each offset and the byte after it (e2), then the shapes and
+// stores; only a token whose lengths run into a 255 byte takes lz4_table_shape. One token at a
+// time it was four dependent shared loads a token, and the next token's loads waited for the
+// store before them (a byte pointer may alias at[]). kLz4TokenSumWidth is the width of warp 0's
+// pass and of the host's (~4 tokens a lane on the era5-like chunks: two steps of three rounds of
+// loads instead of four steps of four); four at a time doubled the fused kernels' spill at 64
+// registers, two leaves it as it was. The block's pass (a token or two a thread) takes one, in
+// lz4_table_shape's own loop (the steps' form added ~40-80 bytes of spill to the pipelined walk).
+// Every token is one lz4_table_shape
+// accepted (the table lists only those), so the five bytes read (token, e1, offset, e2) lie
+// below the q + 3 bytes it checked were there: a literal run with a 255 byte has its offset
+// further on than the q read here.
+// (-DCS_LZ4_TOKEN_SUM_WIDTH=1 builds the one-token loop, for A/B runs on the GPU)
+#if defined(CS_LZ4_TOKEN_SUM_WIDTH)
+inline constexpr std::uint32_t kLz4TokenSumWidth = CS_LZ4_TOKEN_SUM_WIDTH;
+#else
+inline constexpr std::uint32_t kLz4TokenSumWidth = 2;
+#endif
+static_assert(kLz4TokenSumWidth >= 1 && kLz4TokenSumWidth <= 8, "a few tokens a step");
+template <std::uint32_t Width>
 CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
                                                const std::uint16_t* toks, std::uint32_t i0, std::uint32_t i1,
                                                std::uint32_t* at) {
   std::uint32_t sum = 0;
-  for (std::uint32_t i = i0; i < i1; ++i) {
-    Lz4FastShape f;
-    static_cast<void>(lz4_table_shape(w + toks[i], len - toks[i], left0 - toks[i], &f));  // true: the table said so
-    at[i] = lz4_token_pack(f);
-    sum += f.lit + f.mlen;
+  if constexpr (Width == 1) {  // (the shape's own loop: fewer registers than the steps below)
+    for (std::uint32_t i = i0; i < i1; ++i) {
+      Lz4FastShape f;
+      static_cast<void>(lz4_table_shape(w + toks[i], len - toks[i], left0 - toks[i], &f));  // true: the table said so
+      at[i] = lz4_token_pack(f);
+      sum += f.lit + f.mlen;
+    }
+    return sum;
+  }
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+  for (std::uint32_t i = i0; i < i1; i += Width) {
+    std::uint32_t r[Width], t[Width], e1[Width], q[Width], off[Width], e2[Width];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t j = 0; j < Width; ++j) r[j] = toks[i + j < i1 ? i + j : i];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t j = 0; j < Width; ++j) {
+      t[j] = w[r[j]];
+      e1[j] = w[r[j] + 1];
+    }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t j = 0; j < Width; ++j) {
+      const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u;
+      q[j] = 1u + lit_ext + (t[j] >> 4) + (lit_ext ? e1[j] : 0u);  // the offset's position from r[j]
+      off[j] = static_cast<std::uint32_t>(w[r[j] + q[j]]) | (static_cast<std::uint32_t>(w[r[j] + q[j] + 1]) << 8);
+      e2[j] = w[r[j] + q[j] + 2];
+    }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (std::uint32_t j = 0; j < Width; ++j) {
+      if (i + j >= i1) break;
+      const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u, m_ext = (t[j] & 15u) == 15u ? 1u : 0u;
+      Lz4FastShape f;
+      if ((lit_ext & (e1[j] == 255u ? 1u : 0u)) | (m_ext & (e2[j] == 255u ? 1u : 0u))) {
+        static_cast<void>(lz4_table_shape(w + r[j], len - r[j], left0 - r[j], &f));  // true: the table said so
+      } else {
+        const std::uint32_t lit = (t[j] >> 4) + (lit_ext ? e1[j] : 0u);
+        const std::uint32_t mlen = (t[j] & 15u) + (m_ext ? e2[j] : 0u) + static_cast<std::uint32_t>(kLz4MinMatch);
+        f = Lz4FastShape{1u + lit_ext, lit, off[j], mlen, q[j] + 2u + m_ext};
+      }
+      at[i + j] = lz4_token_pack(f);
+      sum += f.lit + f.mlen;
+    }
   }
   return sum;
 }
@@ -658,7 +725,7 @@ struct Lz4HostTableTeamOf {
   void join() {}
   std::uint32_t tokens(std::uint32_t, const std::uint8_t* w, std::uint32_t len, std::uint32_t left0,
                        std::uint32_t n, std::uint32_t op0, std::uint32_t slot) {
-    static_cast<void>(lz4_table_token_sum(w, len, left0, toks + slot * cap, 0, n, at));
+    static_cast<void>(lz4_table_token_sum<kLz4TokenSumWidth>(w, len, left0, toks + slot * cap, 0, n, at));
     return lz4_table_token_place(size, n, 0, n, op0, at);
   }
 };

@@ -457,7 +457,8 @@ __device__ std::uint32_t warp_tokens(TableShared& sh, std::uint32_t k, std::uint
   __syncwarp();  // lane 0 listed the tokens
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(n, lane, 32, &i0, &i1);
-  const std::uint32_t sum = logic::lz4_table_token_sum(sh.window[k], len, left0, sh.toks, i0, i1, sh.at);
+  const std::uint32_t sum =
+      logic::lz4_table_token_sum<logic::kLz4TokenSumWidth>(sh.window[k], len, left0, sh.toks, i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
   std::uint32_t bad = logic::lz4_table_token_place(size, n, i0, i1, op0 + v - sum, sh.at);
 #pragma unroll
@@ -475,7 +476,7 @@ __device__ __forceinline__ void team_token_pass(TableShared& sh, const TableJob&
   std::uint32_t i0 = 0, i1 = 0;
   logic::lz4_table_share(j.n, t, Threads, &i0, &i1);
   const std::uint32_t sum =
-      logic::lz4_table_token_sum(sh.window[j.k], j.len, j.left0, sh.toks + j.slot * kTableTokens, i0, i1, sh.at);
+      logic::lz4_table_token_sum<1>(sh.window[j.k], j.len, j.left0, sh.toks + j.slot * kTableTokens, i0, i1, sh.at);
   const std::uint32_t v = warp_inclusive_sum(sum, lane);
   if (lane == 31) sh.warp_sum[w] = v;
   bar_sync_id<Id>(Threads);

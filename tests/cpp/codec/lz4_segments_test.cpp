@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "codec/logic/byte_shuffle.hpp"
@@ -222,7 +223,7 @@ struct ThreeThreadTeam {
     std::uint32_t sums[3], i0[3], i1[3], pre = op0, ok = n;
     for (std::uint32_t t = 0; t < 3; ++t) {
       logic::lz4_table_share(n, t, 3, &i0[t], &i1[t]);
-      sums[t] = logic::lz4_table_token_sum(w, len, left0, list, i0[t], i1[t], at.data());
+      sums[t] = logic::lz4_table_token_sum<logic::kLz4TokenSumWidth>(w, len, left0, list, i0[t], i1[t], at.data());
     }
     for (std::uint32_t t = 0; t < 3; ++t) {
       const std::uint32_t bad = logic::lz4_table_token_place(size, n, i0[t], i1[t], pre, at.data());
@@ -442,6 +443,74 @@ TEST(Lz4Segments, TableFillSetsWhatOnePositionAtATimeSets) {
   EXPECT_GT(shaped, 1000u);  // the rare path ran
 }
 
+// The token pass's part 1 (Width tokens a thread a step, session 33) against lz4_table_shape and
+// lz4_token_pack token by token: tokens listed by the chain over tables of random windows rich
+// in 0xF nibbles and 255 length bytes (so that runs of length bytes take the shape's path),
+// widths 1 to 4, shared among teams of 1, 3 and 32 threads (lz4_table_share), windows exactly
+// `len` bytes long (reads past them are caught under the sanitizers): the same words and sums.
+TEST(Lz4Segments, TokenSumPacksWhatTheShapeReads) {
+  std::mt19937 rng(34);
+  std::uint64_t tokens = 0, long_runs = 0;
+  for (int round = 0; round < 600; ++round) {
+    const std::uint32_t len = 400 + rng() % 6000;
+    std::vector<std::uint8_t> w(len);
+    for (auto& b : w) {  // (bytes below 32: short literal runs, so that a window holds many tokens)
+      const unsigned x = rng() % 16;
+      b = x < 2   ? 255
+          : x < 5 ? static_cast<std::uint8_t>(0xF0 | (rng() % 16))
+          : x < 11 ? static_cast<std::uint8_t>(rng() % 32)
+                   : static_cast<std::uint8_t>(rng());
+    }
+    const std::uint32_t left0 = rng() % 2 == 0 ? len + rng() % 1000 : 283 + rng() % (len - 282);
+    const std::uint32_t r_end = logic::lz4_table_end(0, len, left0);
+    if (r_end == 0) continue;
+    std::vector<std::uint16_t> tbl(len + 1);
+    logic::lz4_table_fill(w.data(), tbl.data(), 0, r_end, len, left0, 0, 1);
+    // the chains from a random start to the table's end, each on from the position after the
+    // decline that stopped the one before: every listed position is a token the table accepted
+    const std::uint32_t cap = logic::lz4_table_token_cap(len);
+    std::vector<std::uint16_t> toks(cap);
+    std::uint32_t n = 0;
+    for (std::uint32_t r = rng() % r_end; r < r_end && n < cap;) {
+      n += logic::lz4_table_chain(tbl.data(), &r, r_end, toks.data() + n, cap - n, true);
+      ++r;
+    }
+    if (n == 0) continue;
+    std::vector<std::uint32_t> want(n);
+    std::uint32_t want_sum = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      logic::Lz4FastShape f;
+      ASSERT_TRUE(logic::lz4_table_shape(w.data() + toks[i], len - toks[i], left0 - toks[i], &f));
+      want[i] = logic::lz4_token_pack(f);
+      want_sum += f.lit + f.mlen;
+      long_runs += f.head > 2 || f.size > f.head + f.lit + 3;  // two or more length bytes
+    }
+    tokens += n;
+    const auto check = [&](auto width) {
+      constexpr std::uint32_t kWidth = decltype(width)::value;
+      for (const std::uint32_t threads : {1u, 3u, 32u}) {
+        std::vector<std::uint32_t> at(n, 0xFFFFFFFFu);
+        std::uint32_t sum = 0;
+        for (std::uint32_t t = 0; t < threads; ++t) {
+          std::uint32_t i0 = 0, i1 = 0;
+          logic::lz4_table_share(n, t, threads, &i0, &i1);
+          sum += logic::lz4_table_token_sum<kWidth>(w.data(), len, left0, toks.data(), i0, i1, at.data());
+        }
+        ASSERT_EQ(sum, want_sum) << "round " << round << " width " << kWidth << " threads " << threads;
+        for (std::uint32_t i = 0; i < n; ++i)
+          ASSERT_EQ(at[i], want[i]) << "round " << round << " width " << kWidth << " threads " << threads << " token "
+                                    << i << " of " << n;
+      }
+    };
+    check(std::integral_constant<std::uint32_t, 1>{});
+    check(std::integral_constant<std::uint32_t, 2>{});
+    check(std::integral_constant<std::uint32_t, 3>{});
+    check(std::integral_constant<std::uint32_t, 4>{});
+  }
+  EXPECT_GT(tokens, 6000u);
+  EXPECT_GT(long_runs, 400u);  // the shape's path ran
+}
+
 // The chain against a one-step-a-token reference, on random tables with declines (fixed points
 // below end), the identity past end, every start, and caps below, at and above its blocks of
 // kLz4ChainSteps loads: the same tokens, count and stop.
@@ -531,7 +600,7 @@ TEST(Lz4Segments, TokenPassChecksWhatTheFastChecksCheck) {
         std::vector<std::uint32_t> sums(threads), i0(threads), i1(threads);
         for (std::uint32_t t = 0; t < threads; ++t) {
           logic::lz4_table_share(n, t, threads, &i0[t], &i1[t]);
-          sums[t] = logic::lz4_table_token_sum(w.data(), len, len, toks.data(), i0[t], i1[t], at.data());
+          sums[t] = logic::lz4_table_token_sum<logic::kLz4TokenSumWidth>(w.data(), len, len, toks.data(), i0[t], i1[t], at.data());
         }
         std::uint32_t pre = op0, bad = n;
         for (std::uint32_t t = 0; t < threads; ++t) {
