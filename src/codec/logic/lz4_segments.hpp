@@ -209,7 +209,7 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
 //  2. the chain (one warp or thread): from the walk's position, one table load a token lists
 //     the window's tokens (lz4_table_chain);
 //  3. the tokens (the team, lz4_table_token_sum and _place): each thread reads its tokens' sequences
-//     once (lz4_table_shape, kept packed in at[i]), a team-wide prefix sum of their output lengths
+//     once (their shapes, kept packed in at[i]), a team-wide prefix sum of their output lengths
 //     places them (at[i]), each thread runs its sequences' checks (lz4_fast_checks' rule) and the
 //     first failing token ends the run;
 //  4. the marks (the walker): the serial rule's segment starts among the accepted tokens, found
@@ -393,7 +393,7 @@ CS_HD inline std::uint32_t lz4_table_chain(const std::uint16_t* tbl, std::uint32
 
 // The token pass over toks[0, n) (window w of `len` staged bytes, the block's `left0` bytes from
 // its start), for the thread `t` of a team of `threads`; its tokens are [i0, i1)
-// (lz4_table_share). Part 1 reads each of its tokens' sequences once (lz4_table_shape), keeps
+// (lz4_table_share). Part 1 reads each of its tokens' sequences once (their shapes), keeps
 // what part 2 needs of it in at[i] (lz4_token_pack) and returns the sum of their output lengths;
 // the team then scans those sums (an exclusive prefix `pre`, from op0), and part 2 turns at[i]
 // into each token's output position (the last thread also writes at[n], the end) and returns the
@@ -436,10 +436,11 @@ CS_HD inline bool lz4_token_fits(std::uint32_t packed, std::uint32_t pos, std::u
 // loads instead of four steps of four); four at a time doubled the fused kernels' spill at 64
 // registers, two leaves it as it was. The block's pass (a token or two a thread) takes one, in
 // lz4_table_shape's own loop (the steps' form added ~40-80 bytes of spill to the pipelined walk).
-// Every token is one lz4_table_shape
-// accepted (the table lists only those), so the five bytes read (token, e1, offset, e2) lie
-// below the q + 3 bytes it checked were there: a literal run with a 255 byte has its offset
-// further on than the q read here.
+// Every token is one lz4_table_shape accepts (the table lists only those: its positions stop at
+// lz4_table_end, with kLz4FastSpan bytes staged after each, so that lz4_fast_next's entries are
+// the shape's), so the five bytes read (token, e1, offset, e2) lie below the q + 3 bytes it
+// checked were there; a literal run with a 255 byte has its offset further on than the q read
+// here (tested at the window's exact end, TokenSumReadsNoByteAfterTheSequence).
 // (-DCS_LZ4_TOKEN_SUM_WIDTH=1 builds the one-token loop, for A/B runs on the GPU)
 #if defined(CS_LZ4_TOKEN_SUM_WIDTH)
 inline constexpr std::uint32_t kLz4TokenSumWidth = CS_LZ4_TOKEN_SUM_WIDTH;
@@ -459,49 +460,49 @@ CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint3
       at[i] = lz4_token_pack(f);
       sum += f.lit + f.mlen;
     }
-    return sum;
-  }
+  } else {
 #if defined(__CUDA_ARCH__)
 #pragma unroll 1
 #endif
-  for (std::uint32_t i = i0; i < i1; i += Width) {
-    std::uint32_t r[Width], t[Width], e1[Width], q[Width], off[Width], e2[Width];
+    for (std::uint32_t i = i0; i < i1; i += Width) {
+      std::uint32_t r[Width], t[Width], e1[Width], q[Width], off[Width], e2[Width];
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-    for (std::uint32_t j = 0; j < Width; ++j) r[j] = toks[i + j < i1 ? i + j : i];
+      for (std::uint32_t j = 0; j < Width; ++j) r[j] = toks[i + j < i1 ? i + j : i];
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-    for (std::uint32_t j = 0; j < Width; ++j) {
-      t[j] = w[r[j]];
-      e1[j] = w[r[j] + 1];
-    }
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (std::uint32_t j = 0; j < Width; ++j) {
-      const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u;
-      q[j] = 1u + lit_ext + (t[j] >> 4) + (lit_ext ? e1[j] : 0u);  // the offset's position from r[j]
-      off[j] = static_cast<std::uint32_t>(w[r[j] + q[j]]) | (static_cast<std::uint32_t>(w[r[j] + q[j] + 1]) << 8);
-      e2[j] = w[r[j] + q[j] + 2];
-    }
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (std::uint32_t j = 0; j < Width; ++j) {
-      if (i + j >= i1) break;
-      const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u, m_ext = (t[j] & 15u) == 15u ? 1u : 0u;
-      Lz4FastShape f;
-      if ((lit_ext & (e1[j] == 255u ? 1u : 0u)) | (m_ext & (e2[j] == 255u ? 1u : 0u))) {
-        static_cast<void>(lz4_table_shape(w + r[j], len - r[j], left0 - r[j], &f));  // true: the table said so
-      } else {
-        const std::uint32_t lit = (t[j] >> 4) + (lit_ext ? e1[j] : 0u);
-        const std::uint32_t mlen = (t[j] & 15u) + (m_ext ? e2[j] : 0u) + static_cast<std::uint32_t>(kLz4MinMatch);
-        f = Lz4FastShape{1u + lit_ext, lit, off[j], mlen, q[j] + 2u + m_ext};
+      for (std::uint32_t j = 0; j < Width; ++j) {
+        t[j] = w[r[j]];
+        e1[j] = w[r[j] + 1];
       }
-      at[i + j] = lz4_token_pack(f);
-      sum += f.lit + f.mlen;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t j = 0; j < Width; ++j) {
+        const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u;
+        q[j] = 1u + lit_ext + (t[j] >> 4) + (lit_ext ? e1[j] : 0u);  // the offset's position from r[j]
+        off[j] = static_cast<std::uint32_t>(w[r[j] + q[j]]) | (static_cast<std::uint32_t>(w[r[j] + q[j] + 1]) << 8);
+        e2[j] = w[r[j] + q[j] + 2];
+      }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (std::uint32_t j = 0; j < Width; ++j) {
+        if (i + j >= i1) break;
+        const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u, m_ext = (t[j] & 15u) == 15u ? 1u : 0u;
+        Lz4FastShape f;
+        if ((lit_ext & (e1[j] == 255u ? 1u : 0u)) | (m_ext & (e2[j] == 255u ? 1u : 0u))) {
+          static_cast<void>(lz4_table_shape(w + r[j], len - r[j], left0 - r[j], &f));  // true: the table said so
+        } else {
+          const std::uint32_t lit = (t[j] >> 4) + (lit_ext ? e1[j] : 0u);
+          const std::uint32_t mlen = (t[j] & 15u) + (m_ext ? e2[j] : 0u) + static_cast<std::uint32_t>(kLz4MinMatch);
+          f = Lz4FastShape{1u + lit_ext, lit, off[j], mlen, q[j] + 2u + m_ext};
+        }
+        at[i + j] = lz4_token_pack(f);
+        sum += f.lit + f.mlen;
+      }
     }
   }
   return sum;

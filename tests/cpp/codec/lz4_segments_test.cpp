@@ -4,11 +4,15 @@
 // for status. Inputs and outputs are exact-size heap allocations (the ASan build reports any
 // stray access).
 #include <lz4.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
-#include <string>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -509,6 +513,87 @@ TEST(Lz4Segments, TokenSumPacksWhatTheShapeReads) {
   }
   EXPECT_GT(tokens, 6000u);
   EXPECT_GT(long_runs, 400u);  // the shape's path ran
+}
+
+// A window whose last byte sits just before an inaccessible page: any read past it faults.
+class GuardedWindow {
+ public:
+  explicit GuardedWindow(std::size_t len) : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+    const std::size_t pages = (len + page_ - 1) / page_ + 1;
+    bytes_ = pages * page_;
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap");
+    base_ = static_cast<std::uint8_t*>(p);
+    if (mprotect(base_ + bytes_ - page_, page_, PROT_NONE) != 0) throw std::runtime_error("mprotect");
+    data_ = base_ + bytes_ - page_ - len;
+  }
+  ~GuardedWindow() { munmap(base_, bytes_); }
+  GuardedWindow(const GuardedWindow&) = delete;
+  GuardedWindow& operator=(const GuardedWindow&) = delete;
+  std::uint8_t* data() const { return data_; }
+
+ private:
+  std::size_t page_, bytes_ = 0;
+  std::uint8_t* base_ = nullptr;
+  std::uint8_t* data_ = nullptr;
+};
+
+// The token pass reads no byte after what lz4_table_shape needed to accept a sequence: one
+// sequence at position 0 of the shortest window the shape accepts it in (the block ending there
+// too), that window's last byte before an inaccessible page, for every literal and match length
+// form (nibbles below 15, one length byte, length bytes of 255 then one more), widths 1 to 4
+// (the token listed up to three times, so that a step's other lanes read it as well): the same
+// packed word and sum as the shape's, and no fault. A literal run with a 255 length byte is the
+// tight case: the step's first offset guess (q from e1 = 255) must stay inside the real run.
+TEST(Lz4Segments, TokenSumReadsNoByteAfterTheSequence) {
+  std::uint32_t cases = 0;
+  const std::vector<std::vector<std::uint8_t>> lit_forms = {{}, {0}, {100}, {254}, {255, 0}, {255, 3}, {255, 255, 0}};
+  const std::vector<std::vector<std::uint8_t>> match_forms = {{}, {0}, {254}, {255, 0}, {255, 7}, {255, 255, 255, 1}};
+  for (const std::uint32_t lit_nibble : {0u, 5u, 14u, 15u}) {
+    for (const std::uint32_t match_nibble : {0u, 7u, 14u, 15u}) {
+      for (const auto& lf : lit_forms) {
+        if ((lit_nibble == 15) != !lf.empty()) continue;
+        for (const auto& mf : match_forms) {
+          if ((match_nibble == 15) != !mf.empty()) continue;
+          std::uint32_t lit = lit_nibble;
+          for (const std::uint8_t e : lf) lit += e;
+          std::vector<std::uint8_t> seq{static_cast<std::uint8_t>(lit_nibble << 4 | match_nibble)};
+          seq.insert(seq.end(), lf.begin(), lf.end());
+          for (std::uint32_t i = 0; i < lit; ++i) seq.push_back(static_cast<std::uint8_t>(0x41 + i % 7));
+          seq.push_back(3);  // offset 3
+          seq.push_back(0);
+          seq.insert(seq.end(), mf.begin(), mf.end());
+          seq.push_back(0x10);  // the next token (the shape needs a byte after the offset)
+          // the shortest window (and block) the shape accepts the sequence in
+          std::uint32_t len = 1;
+          logic::Lz4FastShape want_f;
+          while (!logic::lz4_table_shape(seq.data(), len, len, &want_f)) {
+            ++len;
+            ASSERT_LE(len, seq.size()) << "the shape takes the crafted sequence";
+          }
+          GuardedWindow w(len);
+          std::memcpy(w.data(), seq.data(), len);
+          const std::uint32_t want = logic::lz4_token_pack(want_f);
+          const std::uint16_t toks[3] = {0, 0, 0};
+          const auto check = [&](auto width) {
+            constexpr std::uint32_t kWidth = decltype(width)::value;
+            for (std::uint32_t n = 1; n <= 3; ++n) {
+              std::uint32_t at[3] = {0, 0, 0};
+              const std::uint32_t sum = logic::lz4_table_token_sum<kWidth>(w.data(), len, len, toks, 0, n, at);
+              ASSERT_EQ(sum, n * (want_f.lit + want_f.mlen)) << "width " << kWidth << " len " << len;
+              for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(at[i], want) << "width " << kWidth << " len " << len;
+            }
+          };
+          check(std::integral_constant<std::uint32_t, 1>{});
+          check(std::integral_constant<std::uint32_t, 2>{});
+          check(std::integral_constant<std::uint32_t, 3>{});
+          check(std::integral_constant<std::uint32_t, 4>{});
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 72u);  // 9 literal forms x 8 match forms
 }
 
 // The chain against a one-step-a-token reference, on random tables with declines (fixed points
