@@ -124,14 +124,25 @@ CS_HD inline bool lz4_fast_shape(const std::uint8_t* w, std::uint32_t ip, std::u
 // branches so that a lane's table positions overlap: w[0] and w[1] are read together, then
 // w[q + 2] (q <= 271, so within kLz4FastSpan; the offset bytes are not needed for the size),
 // where lz4_fast_shape waits for each length byte before the next read.
+// The parts of that rule, from a sequence's token t, its first byte after the token (e1) and
+// the first byte after its offset (e2), for the callers that read several sequences' bytes in
+// rounds (lz4_table_fill, lz4_table_token_sum): where the offset is (from the token), whether a
+// length byte follows the offset (1 or 0), and whether either length runs on past its first
+// length byte (a 255), which this rule leaves to lz4_fast_shape's loop.
+CS_HD inline std::uint32_t lz4_fast_offset_pos(std::uint32_t t, std::uint32_t e1) {
+  const std::uint32_t lit_ext = (t >> 4) == 15u ? 1u : 0u;
+  return 1u + lit_ext + (t >> 4) + (lit_ext ? e1 : 0u);
+}
+CS_HD inline std::uint32_t lz4_fast_match_ext(std::uint32_t t) { return (t & 15u) == 15u ? 1u : 0u; }
+CS_HD inline bool lz4_fast_runs_on(std::uint32_t t, std::uint32_t e1, std::uint32_t e2) {
+  return ((t >> 4) == 15u && e1 == 255u) || (lz4_fast_match_ext(t) != 0 && e2 == 255u);
+}
 CS_HD inline std::uint32_t lz4_fast_next(const std::uint8_t* w, std::uint32_t left) {
   const std::uint32_t t = w[0], e1 = w[1];
-  const std::uint32_t lit_ext = (t >> 4) == 15u ? 1u : 0u;
-  const std::uint32_t q = 1u + lit_ext + (t >> 4) + (lit_ext ? e1 : 0u);  // offset position
+  const std::uint32_t q = lz4_fast_offset_pos(t, e1);
   const std::uint32_t e2 = w[q + 2];
-  const std::uint32_t m_ext = (t & 15u) == 15u ? 1u : 0u;
-  const bool ok = !(lit_ext && e1 == 255u) && left >= q + 3u && !(m_ext && e2 == 255u);
-  return ok ? q + 2u + m_ext : 0u;
+  const bool ok = !lz4_fast_runs_on(t, e1, e2) && left >= q + 3u;
+  return ok ? q + 2u + lz4_fast_match_ext(t) : 0u;
 }
 
 // The checks of lz4_read_sequence that need the output position op: literals and match inside

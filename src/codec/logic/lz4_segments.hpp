@@ -285,8 +285,7 @@ CS_HD inline bool lz4_table_shape(const std::uint8_t* w, std::uint32_t avail, st
 //
 // A lane takes four of its positions a step (r, r + stride, r + 2 stride, r + 3 stride): first
 // the token and first length byte of all four, then the byte after each offset (e2), then the
-// four decisions (lz4_fast_next's rule, in bit operations so that no load waits behind a branch)
-// and stores. One position a step had been two dependent shared loads and a store in turn, and
+// four decisions (lz4_fast_next's rule) and stores. One position a step had been two dependent shared loads and a store in turn, and
 // the compiler cannot lift the next position's loads above the store (a byte pointer may alias
 // the table). Lanes of a warp still read neighbouring bytes, as before: taking four consecutive
 // positions a lane instead (one word holds their tokens) spread a warp's e2 loads over 128+ bytes,
@@ -316,8 +315,7 @@ CS_HD inline void lz4_table_fill(const std::uint8_t* w, std::uint16_t* tbl, std:
 #pragma unroll
 #endif
     for (std::uint32_t i = 0; i < 4; ++i) {
-      const std::uint32_t lit_ext = (t[i] >> 4) == 15u ? 1u : 0u;
-      q[i] = 1u + lit_ext + (t[i] >> 4) + (lit_ext ? e1[i] : 0u);  // the offset's position from rc[i]
+      q[i] = lz4_fast_offset_pos(t[i], e1[i]);  // from rc[i]
       e2[i] = w[rc[i] + q[i] + 2u];
     }
 #if defined(__CUDA_ARCH__)
@@ -326,10 +324,8 @@ CS_HD inline void lz4_table_fill(const std::uint8_t* w, std::uint16_t* tbl, std:
     for (std::uint32_t i = 0; i < 4; ++i) {
       const std::uint32_t ri = r + i * stride;
       if (ri >= r_end) break;
-      const std::uint32_t lit_ext = (t[i] >> 4) == 15u ? 1u : 0u, m_ext = (t[i] & 15u) == 15u ? 1u : 0u;
-      const std::uint32_t bad = (lit_ext & (e1[i] == 255u ? 1u : 0u)) | (left0 - ri < q[i] + 3u ? 1u : 0u) |
-                                (m_ext & (e2[i] == 255u ? 1u : 0u));
-      std::uint32_t n = bad ? 0u : q[i] + 2u + m_ext;
+      const bool ok = !lz4_fast_runs_on(t[i], e1[i], e2[i]) && left0 - ri >= q[i] + 3u;  // lz4_fast_next's rule
+      std::uint32_t n = ok ? q[i] + 2u + lz4_fast_match_ext(t[i]) : 0u;
       if (n == 0) {
         Lz4FastShape f;
         if (lz4_table_shape(w + ri, len - ri, left0 - ri, &f)) n = f.size;
@@ -481,8 +477,7 @@ CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint3
 #pragma unroll
 #endif
       for (std::uint32_t j = 0; j < Width; ++j) {
-        const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u;
-        q[j] = 1u + lit_ext + (t[j] >> 4) + (lit_ext ? e1[j] : 0u);  // the offset's position from r[j]
+        q[j] = lz4_fast_offset_pos(t[j], e1[j]);  // from r[j]
         off[j] = static_cast<std::uint32_t>(w[r[j] + q[j]]) | (static_cast<std::uint32_t>(w[r[j] + q[j] + 1]) << 8);
         e2[j] = w[r[j] + q[j] + 2];
       }
@@ -491,14 +486,13 @@ CS_HD inline std::uint32_t lz4_table_token_sum(const std::uint8_t* w, std::uint3
 #endif
       for (std::uint32_t j = 0; j < Width; ++j) {
         if (i + j >= i1) break;
-        const std::uint32_t lit_ext = (t[j] >> 4) == 15u ? 1u : 0u, m_ext = (t[j] & 15u) == 15u ? 1u : 0u;
         Lz4FastShape f;
-        if ((lit_ext & (e1[j] == 255u ? 1u : 0u)) | (m_ext & (e2[j] == 255u ? 1u : 0u))) {
+        if (lz4_fast_runs_on(t[j], e1[j], e2[j])) {
           static_cast<void>(lz4_table_shape(w + r[j], len - r[j], left0 - r[j], &f));  // true: the table said so
         } else {
-          const std::uint32_t lit = (t[j] >> 4) + (lit_ext ? e1[j] : 0u);
-          const std::uint32_t mlen = (t[j] & 15u) + (m_ext ? e2[j] : 0u) + static_cast<std::uint32_t>(kLz4MinMatch);
-          f = Lz4FastShape{1u + lit_ext, lit, off[j], mlen, q[j] + 2u + m_ext};
+          const std::uint32_t head = (t[j] >> 4) == 15u ? 2u : 1u, m_ext = lz4_fast_match_ext(t[j]);
+          const std::uint32_t mlen = (t[j] & 15u) + (m_ext != 0 ? e2[j] : 0u) + static_cast<std::uint32_t>(kLz4MinMatch);
+          f = Lz4FastShape{head, q[j] - head, off[j], mlen, q[j] + 2u + m_ext};
         }
         at[i + j] = lz4_token_pack(f);
         sum += f.lit + f.mlen;
