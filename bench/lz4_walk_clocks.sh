@@ -23,10 +23,11 @@
 # Its WTK lines split warp 0's own token pass (warp_tokens, the default walk's pass while the
 # helpers fill the window ahead) into part 1 (each lane's sequences read and summed), the scan,
 # part 2 (placed and checked) and the first failing token's reduction, cycles a call, and count
-# lane 0's cycles in the walk's segment marks (the slot written, the segment before it pushed:
-# the queue's atomic and its release store).
+# lane 0's cycles in the walk's segment marks that warp 0 pushes itself (the slot written, the
+# segment before it pushed: the queue's atomic and its release store), and those it notes in
+# the MarkRing for a helper thread to push (count, and the helper's cycles).
 # The counters cost a few cycles a phase; compare shares and cycles, not the bench's times. The
-# patch is against the walk as of session 33: if it no longer applies, refresh it with the walk.
+# patch is against the walk as of session 34: if it no longer applies, refresh it with the walk.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
@@ -87,12 +88,13 @@ if hlp:
         per = statistics.median(r[c] / max(r[n], 1) for r in hlp)
         print(f"  {name:10s} {100 * share:5.1f} %, {statistics.median(r[n] for r in hlp):6.0f} jobs, {per:7.0f} cycles a job")
 # warp 0's own token pass by part and the marks' pushes (WTK lines: size, calls, cycles of part 1,
-# scan, part 2, reduction, then marks and their cycles)
+# scan, part 2, reduction, then the marks warp 0 pushed and their cycles, the marks it noted in
+# the ring, those the helper thread pushed and its cycles)
 wtk = []
 for line in open(sys.argv[1]):
     if line.startswith("WTK"):
         n = [int(x) for x in re.findall(r"-?\d+", line)]
-        if len(n) == 8:
+        if len(n) == 11:
             wtk.append(n)
 if wtk:
     med = lambda f: statistics.median(f(r) for r in wtk)
@@ -100,8 +102,10 @@ if wtk:
         per = lambda k: med(lambda r: r[k] / max(r[1], 1))
         print(f"warp 0's token pass: buffers {len(wtk)}, {med(lambda r: r[1]):.0f} calls a buffer; "
               f"cycles a call: part 1 {per(2):.0f}, scan {per(3):.0f}, part 2 {per(4):.0f}, first failing {per(5):.0f}")
-    print(f"marks: {med(lambda r: r[6]):.0f} a buffer, {med(lambda r: r[7] / max(r[6], 1)):.0f} cycles each "
-          f"(slot written, the one before pushed), {med(lambda r: r[7]):.0f} cycles a buffer")
+    print(f"marks pushed by warp 0: {med(lambda r: r[6]):.0f} a buffer, {med(lambda r: r[7] / max(r[6], 1)):.0f} "
+          f"cycles each (slot written, the one before pushed), {med(lambda r: r[7]):.0f} cycles a buffer")
+    print(f"marks noted in the ring: {med(lambda r: r[8]):.0f} a buffer; pushed by the helper thread "
+          f"{med(lambda r: r[9]):.0f}, {med(lambda r: r[10] / max(r[9], 1)):.0f} cycles each")
 PY
 done
 rm -f "$OUT/clk.tmp"

@@ -60,8 +60,13 @@ constexpr std::size_t kWalkWindow = 8192;
 #ifndef CS_LZ4_TABLE_AHEAD
 #define CS_LZ4_TABLE_AHEAD 1
 #endif
+// CS_LZ4_MARK_RING=0: warp 0 pushes every segment mark itself (MarkRing below), for the A/B.
+#ifndef CS_LZ4_MARK_RING
+#define CS_LZ4_MARK_RING 1
+#endif
 constexpr bool kTablePipeline = CS_LZ4_TABLE_PIPELINE != 0;
 constexpr bool kTableAhead = CS_LZ4_TABLE_AHEAD != 0;
+constexpr bool kMarkRingOn = kTableAhead && CS_LZ4_MARK_RING != 0;
 static_assert(kTableAhead || !kTablePipeline, "the pipelined walk fills windows ahead");
 constexpr unsigned kTableTokenSlots = kTablePipeline ? 2 : 1;
 constexpr unsigned kTableBuffers = kTableAhead ? 2 : 1;
@@ -145,6 +150,16 @@ __device__ void push_segment(const Lz4SegmentScratch& s, std::size_t j, std::uin
   store_release(s.queue + t, queue_entry(j, k, last));
 }
 
+// Segment k of buffer j starts at input offset ip, output offset op: its slot and flag, then
+// segment k - 1 (whose end that start is) pushed. By one thread (the push's release orders this
+// thread's slot writes before the queue entry).
+__device__ void mark_segment(const Lz4SegmentScratch& s, logic::Lz4Segment* segs, std::uint32_t* flags,
+                             std::size_t j, std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
+  segs[k] = logic::Lz4Segment{ip, op};
+  flags[k] = 0;
+  if (k != 0) push_segment(s, j, k - 1, false);
+}
+
 // A buffer's slots, for a walk that writes its segments itself and pushes them (the split walk:
 // then `pushed`).
 struct WalkSlots {
@@ -209,11 +224,7 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
         st = walk(src + logic::kLz4NumcodecsHeader, static_cast<std::uint32_t>(in_size),
                   static_cast<std::uint32_t>(size), bound,
                   [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
-                    if (lane == 0) {
-                      segs[k] = logic::Lz4Segment{ip, op};
-                      flags[k] = 0;
-                      if (k != 0) push_segment(s, i, k - 1, false);
-                    }
+                    if (lane == 0) mark_segment(s, segs, flags, i, k, ip, op);
                   },
                   &count, slots);
         // a walk that fails pushed only segments it had checked whole; their workers write
@@ -276,6 +287,30 @@ struct TableJob {
   const std::uint8_t* src_end;    // kStage, kAhead, kPipe: one past the block's input (the prefetch's bound)
   std::uint32_t slot;             // kTokens, kPipe: the token slot
   std::uint32_t fk, flen, fend, fleft0;  // kPipe's window ahead (flen == 0: none), as kAhead's k, len, end, left0
+  std::uint32_t mark_lo, mark_hi;  // kAhead, kPipe: the marks [lo, hi) of MarkRing the helpers push
+};
+
+// Segment marks on their way to the queue, with the window ahead. A mark's push is lane 0's
+// atomic on the queue's tail and a release store: ~1.8 k cycles each, 317 an era5-like 4 MiB
+// chunk, ~7 % of warp 0's walk (session 34's clocks), with warp 0 waiting on it. So while the
+// helpers fill a window ahead, warp 0 only notes mark k at[k % kMarkRing]; the next window ahead
+// it hands out (kAhead, kPipe) carries [handed, posted) along, and one helper thread writes and
+// pushes those marks (mark_segment, in order) after its part of the job, off warp 0's path.
+// Barrier 1 of that handout orders the ring's entries before the helper's reads; the release of
+// each push is cumulative over the slots warp 0 wrote before a barrier. Order: marks are
+// pushed in mark order, by whichever side holds the ring: warp 0 writes new entries only outside
+// [draining, handed) (the drain in flight), and pushes any itself only with no drain in flight
+// (after a join), the held ones first (flush). The buffer's last push (walk_buffer) comes after
+// the walk's final join and flush.
+constexpr std::uint32_t kMarkRing = 32;
+struct MarkRing {
+  unsigned long long at[kMarkRing];  // mark k at k % kMarkRing: input offset | output offset << 32
+  logic::Lz4Segment* segs;          // the buffer's slots (walk_buffer's)
+  std::uint32_t* flags;
+  std::size_t buffer;
+  std::uint32_t posted;    // marks noted (warp 0's lane 0 alone reads and writes these three)
+  std::uint32_t handed;    // marks handed out to a drain or pushed by warp 0
+  std::uint32_t draining;  // the first mark of the drain in flight (with a window ahead pending)
 };
 
 constexpr unsigned kTableThreads = 32 * kTableWarps;
@@ -313,6 +348,7 @@ struct TableShared {
   std::uint32_t at[kTableTokens + 1];
   std::uint32_t warp_sum[kTableWarps];
   std::uint32_t first_bad;
+  MarkRing marks;
   // Two job slots, consecutive jobs alternating: a helper copies job n from its slot after
   // barrier 1, and job n + 2's write into that slot comes after barrier 1 of job n + 1, which
   // the helper reaches only after that copy. With one slot, racecheck reported warp 0's write of
@@ -543,6 +579,18 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
       par ^= 1u;
       if (j.kind == TableJobKind::kDone) return;
       table_job(sh, j);
+      if constexpr (kMarkRingOn) {
+        // the marks a window ahead carries (MarkRing), by one helper thread after its part; the
+        // job's slot holds them until barrier 1 of the job after next
+        if (threadIdx.x == kTableThreads - 32 && (j.kind == TableJobKind::kAhead || j.kind == TableJobKind::kPipe)) {
+          const TableJob& posted = sh.job[par ^ 1u];
+          for (std::uint32_t k = posted.mark_lo; k < posted.mark_hi; ++k) {
+            const unsigned long long e = sh.marks.at[k % kMarkRing];
+            mark_segment(s, sh.marks.segs, sh.marks.flags, sh.marks.buffer, k, static_cast<std::uint32_t>(e),
+                         static_cast<std::uint32_t>(e >> 32));
+          }
+        }
+      }
       bar_sync_id<2>(kTableThreads);
     }
   }
@@ -587,6 +635,11 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
     if (lane == 0) {
       sh.job[par] = j;
       sh.first_bad = j.n;
+      // the marks noted since the last handout go with it (MarkRing)
+      sh.job[par].mark_lo = sh.marks.handed;
+      sh.job[par].mark_hi = sh.marks.posted;
+      sh.marks.draining = sh.marks.handed;
+      sh.marks.handed = sh.marks.posted;
     }
     par ^= 1u;
     bar_sync_id<1>(kTableThreads);
@@ -596,6 +649,13 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   walk_buffer(b, i, s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
                   std::uint32_t* count, WalkSlots& slots) {
+                if (lane == 0) {  // before any handout: barrier 1 orders these before the helpers' reads
+                  sh.marks.segs = slots.segs;
+                  sh.marks.flags = slots.flags;
+                  sh.marks.buffer = slots.buffer;
+                  sh.marks.posted = 0;
+                  sh.marks.handed = 0;
+                }
                 // the split walk first where it is on, by the whole block; the table walk where
                 // it declines
                 if (s.split_region != 0 && logic::lz4_split_worth(in_size, size)) {
@@ -684,13 +744,52 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     return posted_ok();
                   }
                 } team{run, post, join, join_pass, pending, sh, size, in_end, lane};
+                // warp 0's lane 0 pushes the marks it holds, in order (MarkRing: no drain in flight)
+                const auto flush_marks = [&] {
+                  if (lane == 0) {
+                    for (std::uint32_t k = sh.marks.handed; k < sh.marks.posted; ++k) {
+                      const unsigned long long e = sh.marks.at[k % kMarkRing];
+                      mark(k, static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(e >> 32));
+                    }
+                    sh.marks.handed = sh.marks.posted;
+                  }
+                };
+                // a mark (every lane of warp 0 calls it): noted for the helpers while they fill a
+                // window ahead and the ring has room, else pushed now, after those held
+                const auto note_mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
+                  if constexpr (kMarkRingOn) {
+                    if (pending) {
+                      unsigned room = 0;
+                      if (lane == 0) room = k - sh.marks.draining < kMarkRing;
+                      if (__shfl_sync(kFullMask, room, 0) != 0) {
+                        if (lane == 0) {
+                          sh.marks.at[k % kMarkRing] = ip | static_cast<unsigned long long>(op) << 32;
+                          sh.marks.posted = k + 1;
+                        }
+                        return;
+                      }
+                      join();  // the drain in flight done
+                    }
+                    flush_marks();
+                  }
+                  mark(k, ip, op);
+                  if (lane == 0) {
+                    sh.marks.posted = k + 1;
+                    sh.marks.handed = k + 1;
+                  }
+                };
+                DecodeStatus st;
                 if constexpr (kTablePipeline) {
-                  return logic::lz4_segment_walk_pipelined(rd, team, sh.toks, kTableTokens, sh.at, lane == 0,
-                                                           in_size, size, bound, mark, count);
+                  st = logic::lz4_segment_walk_pipelined(rd, team, sh.toks, kTableTokens, sh.at, lane == 0,
+                                                         in_size, size, bound, note_mark, count);
                 } else {
-                  return logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0,
-                                                       in_size, size, bound, mark, count);
+                  st = logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0, in_size,
+                                                     size, bound, note_mark, count);
                 }
+                // every mark pushed before walk_buffer pushes the last segment
+                join();
+                flush_marks();
+                return st;
               });
   __syncwarp();  // lane 0 finished the buffer's tail alone: the whole warp meets the barrier
   join();        // a window ahead the walk did not take (a failed walk, the block's end)
