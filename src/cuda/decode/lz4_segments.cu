@@ -142,6 +142,36 @@ __device__ unsigned load_relaxed(const std::uint32_t* p) {
 __device__ void store_relaxed(std::uint32_t* p, unsigned v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ unsigned long long load_relaxed(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Waits on what another block releases (a queue entry, a segment's flag): relaxed polls, and one
+// acquire fence once a poll sees the value (a relaxed load followed by fence.acq_rel is an
+// acquire pattern in the PTX memory model). An acquire load compiles to the load and an
+// invalidation of the SM's whole L1 (CCTL.IVALL), so polling with it took every warp on the SM
+// its L1 lines at each poll: session 34's ncu of the fused kernel (era5-like x256) had the
+// invalidation at 7.9 % of the instructions executed and 8.6 % of the stall samples, the L1 hit
+// rate at 22 %. -DCS_LZ4_POLL_ACQUIRE=1 polls with acquire loads again, for the A/B.
+#ifndef CS_LZ4_POLL_ACQUIRE
+#define CS_LZ4_POLL_ACQUIRE 0
+#endif
+constexpr bool kPollAcquire = CS_LZ4_POLL_ACQUIRE != 0;
+__device__ void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+template <class T>
+__device__ T poll_load(const T* p) {
+  if constexpr (kPollAcquire) {
+    return load_acquire(p);
+  } else {
+    return load_relaxed(p);
+  }
+}
+// After a poll saw what it waited for.
+__device__ void poll_acquired() {
+  if constexpr (!kPollAcquire) fence_acquire();
+}
 
 // Pushes segment k of buffer j (its start, and its end where it is not the last, already
 // written by this thread: the release orders them before the entry).
@@ -935,8 +965,10 @@ __device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logi
     if (back + lane < k) {
       const std::uint32_t j = k - 1 - back - lane;
       need = segs[j + 1].out > lo;
-      if (need)
-        for (unsigned sleep = 32; load_acquire(flags + j) == 0; sleep = sleep < 256 ? 2 * sleep : sleep) __nanosleep(sleep);
+      if (need) {
+        for (unsigned sleep = 32; poll_load(flags + j) == 0; sleep = sleep < 256 ? 2 * sleep : sleep) __nanosleep(sleep);
+        poll_acquired();
+      }
     }
     if (!__all_sync(kFullMask, need)) break;  // the segments go back in order
   }
@@ -1001,19 +1033,22 @@ __device__ unsigned long long next_segment(const DeviceBatch& b, const Lz4Segmen
     const unsigned long long t = atomicAdd(s.queue_head, 1ull);
     // every pushed segment has a slot, so tickets past the capacity never get an entry
     for (unsigned sleep = 32; t < s.capacity;) {
-      e = load_acquire(s.queue + t);
+      e = poll_load(s.queue + t);
       if (e != 0) break;
       // every walk's pushes come before its count (fence, then the add), and every paced push's
       // ticket before its pending count drops: with all walks counted and none pending, the
       // tail is final
-      if (load_acquire(s.walks_done) == b.num_buffers && load_acquire(s.paced_pending) == 0 &&
-          t >= *reinterpret_cast<const volatile unsigned long long*>(s.queue_tail)) {
-        e = load_acquire(s.queue + t);  // 0 unless t is below the tail after all
-        if (e == 0) break;
+      if (poll_load(s.walks_done) == b.num_buffers && poll_load(s.paced_pending) == 0) {
+        poll_acquired();  // (before the tail's read)
+        if (t >= *reinterpret_cast<const volatile unsigned long long*>(s.queue_tail)) {
+          e = load_acquire(s.queue + t);  // 0 unless t is below the tail after all
+          if (e == 0) break;
+        }
       }
       __nanosleep(sleep);
       sleep = sleep < 512 ? 2 * sleep : sleep;
     }
+    if (e != 0) poll_acquired();  // the entry's slot and flag
   }
   // orders lane 0's acquire before the other lanes' reads of what the entry publishes
   __syncwarp();
@@ -1091,8 +1126,10 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       nrec = ready_pass(out, bits, recs, nrec, s.segs + base, s.flags + base, k, seg.out, lane);
     // the chained pass: the other matches read the output of earlier segments' matches, so wait
     // for the segment before (pushed before this one, so a running warp has it)
-    if (k != 0)
-      while (load_acquire(s.flags + base + k - 1) != kFlagDone) __nanosleep(64);
+    if (k != 0) {
+      while (poll_load(s.flags + base + k - 1) != kFlagDone) __nanosleep(64);
+      poll_acquired();
+    }
     for (std::uint32_t r = 0; r < nrec;) {
       r += copy_group<kReady>(out, recs + r, nrec - r, lane, bits);
       __syncwarp();
