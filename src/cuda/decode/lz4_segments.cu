@@ -116,7 +116,8 @@ __device__ unsigned long long queue_entry(std::size_t j, std::uint32_t k, bool l
          (last ? 1ull << 63 : 0ull);
 }
 
-__device__ unsigned load_acquire(const std::uint32_t* p) {
+// (polls use it only with CS_LZ4_POLL_ACQUIRE=1; see poll_load)
+[[maybe_unused]] __device__ unsigned load_acquire(const std::uint32_t* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
@@ -142,7 +143,7 @@ __device__ unsigned load_relaxed(const std::uint32_t* p) {
 __device__ void store_relaxed(std::uint32_t* p, unsigned v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-__device__ unsigned long long load_relaxed(const unsigned long long* p) {
+[[maybe_unused]] __device__ unsigned long long load_relaxed(const unsigned long long* p) {
   unsigned long long v;
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
