@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# When each buffer of a numcodecs-LZ4 batch finishes, and why (issue 4, docs/gpu_decoders.md,
+# session 34 item 5): a copy of the tree with bench/lz4_timeline.patch applied (%globaltimer
+# stamps printed by the fused kernel: its start; each buffer's walk start and end; each buffer's
+# last segment done; and for every 64th buffer each segment's push, its take by a worker, the end
+# of its parse and its flag done), gpu_decode_bench built from it, each case of CASES
+# (CS_BENCH_CASE texts separated by ';') run once, and per launch of the kernel:
+#   span      kernel start to the last segment done, ms
+#   walk end  when the walks end (median / 90 % / max over buffers), ms from the kernel's start
+#   walk      how long a walk takes (median / max), ms; and the latest walk start (buffers that
+#             wait for a walker block)
+#   lag       a buffer's last segment done after its walk's end (median / 90 % / max), ms
+#   last      the buffer that ends last: its walk's end and its lag
+# then, for the sampled buffers of the case's last launch, the chain: the walk's pace (a push
+# every .. us), the chain's pace (a segment done every .. us), and per segment (medians, us) the
+# take (push to take), the parse (take to parse end), the wait (parse end to the segment before
+# done) and its own copy (after both), and the final lag -> $OUT/timeline.txt.
+#
+#   OUT=/empty/dir CASES="era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / lz4" \
+#     bash bench/lz4_timeline.sh
+#
+# Extra CUDA flags for the build: CUDA_FLAGS. The printf calls cost the kernel some time (a
+# few % in the batch): compare the parts with each other, not the span with the bench's times.
+# The patch is against lz4_segments.cu as of session 34: if it no longer applies, refresh it.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?set OUT}
+CASES=${CASES:-era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / lz4}
+TREE=${TREE:-/tmp/cs_lz4_timeline}
+mkdir -p "$OUT"
+log() { printf '[timeline %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+rm -rf "$TREE" && mkdir -p "$TREE"
+tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$TREE"
+(cd "$TREE" && patch -p1 -s <bench/lz4_timeline.patch) || { log "the patch does not apply"; exit 1; }
+log build
+extra=()
+[ -d .devdeps/usr/include ] && extra=(-DCMAKE_CXX_FLAGS=-I$PWD/.devdeps/usr/include)
+cmake -S "$TREE" -B "$TREE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
+  -DCUBESTREAM_BUILD_TESTS=OFF "-DCMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" "${extra[@]}" >"$OUT/timeline_build.log" 2>&1 &&
+  ninja -C "$TREE/build" gpu_decode_bench >>"$OUT/timeline_build.log" 2>&1 ||
+  { log "build failed"; grep -E "error" "$OUT/timeline_build.log" | head; exit 1; }
+IFS=';' read -r -a cases <<<"$CASES"
+for c in "${cases[@]}"; do
+  log "case '$c'"
+  echo "## $c" >>"$OUT/timeline.txt"
+  CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 300 \
+    "$TREE/build/gpu_decode_bench" 2>&1 | grep -E '^TL[LWSPK] ' >"$OUT/tl.tmp"
+  /usr/bin/python3 bench/lz4_timeline.py "$OUT/tl.tmp" | tee -a "$OUT/timeline.txt"
+done
+rm -f "$OUT/tl.tmp"
+log done
