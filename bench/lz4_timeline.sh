@@ -29,16 +29,9 @@ CASES=${CASES:-era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / 
 TREE=${TREE:-/tmp/cs_lz4_timeline}
 mkdir -p "$OUT"
 log() { printf '[timeline %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-rm -rf "$TREE" && mkdir -p "$TREE"
-tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$TREE"
-(cd "$TREE" && patch -p1 -s <bench/lz4_timeline.patch) || { log "the patch does not apply"; exit 1; }
 log build
-extra=()
-[ -d .devdeps/usr/include ] && extra=(-DCMAKE_CXX_FLAGS=-I$PWD/.devdeps/usr/include)
-cmake -S "$TREE" -B "$TREE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
-  -DCUBESTREAM_BUILD_TESTS=OFF "-DCMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" "${extra[@]}" >"$OUT/timeline_build.log" 2>&1 &&
-  ninja -C "$TREE/build" gpu_decode_bench >>"$OUT/timeline_build.log" 2>&1 ||
-  { log "build failed"; grep -E "error" "$OUT/timeline_build.log" | head; exit 1; }
+. bench/patched_bench_build.sh
+patched_bench_build "$TREE" "$PWD/bench/lz4_timeline.patch" "$OUT/timeline_build.log" || exit 1
 IFS=';' read -r -a cases <<<"$CASES"
 for c in "${cases[@]}"; do
   log "case '$c'"

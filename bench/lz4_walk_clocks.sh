@@ -35,16 +35,9 @@ CASES=${CASES:-era5_4MiB x1 / lz4;era5_4MiB x256 / lz4;synth_721x1440 x256 / lz4
 TREE=${TREE:-/tmp/cs_walk_clocks}
 mkdir -p "$OUT"
 log() { printf '[walk_clocks %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-rm -rf "$TREE" && mkdir -p "$TREE"
-tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$TREE"
-(cd "$TREE" && patch -p1 -s <bench/lz4_walk_clocks.patch) || { log "the patch does not apply"; exit 1; }
 log build
-extra=()
-[ -d .devdeps/usr/include ] && extra=(-DCMAKE_CXX_FLAGS=-I$PWD/.devdeps/usr/include)
-cmake -S "$TREE" -B "$TREE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
-  -DCUBESTREAM_BUILD_TESTS=OFF "-DCMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" "${extra[@]}" >"$OUT/clocks_build.log" 2>&1 &&
-  ninja -C "$TREE/build" gpu_decode_bench >>"$OUT/clocks_build.log" 2>&1 ||
-  { log "build failed"; grep -E "error" "$OUT/clocks_build.log" | head; exit 1; }
+. bench/patched_bench_build.sh
+patched_bench_build "$TREE" "$PWD/bench/lz4_walk_clocks.patch" "$OUT/clocks_build.log" || exit 1
 IFS=';' read -r -a cases <<<"$CASES"
 for c in "${cases[@]}"; do
   log "case '$c'"
