@@ -13,8 +13,9 @@
 // lz4_segment_kernel  segment workers alone (after one of the two walk kernels)
 //
 // The queue: a walk pushes segment k of its buffer once it marks segment k + 1 (whose start is
-// segment k's end) or ends (the last one); a worker takes the next ticket and waits until that
-// entry is pushed. Per segment: parse and literals, records in shared memory, (with pending
+// segment k's end) or ends (the last one); the table walk may hand a mark to a helper thread,
+// which pushes it a window later (MarkRing), in mark order still. A worker takes the next ticket
+// and waits until that entry is pushed. Per segment: parse and literals, records in shared memory, (with pending
 // bits: publish the bits, wait for the segments within 64 KiB before to publish theirs, copy the
 // matches whose bytes are final: ready_pass), wait for the segment before (flags), matches in
 // groups, publish. No wait can stall for good: a walk waits on nothing, and the segment a
@@ -182,8 +183,10 @@ __device__ void push_segment(const Lz4SegmentScratch& s, std::size_t j, std::uin
 }
 
 // Segment k of buffer j starts at input offset ip, output offset op: its slot and flag, then
-// segment k - 1 (whose end that start is) pushed. By one thread (the push's release orders this
-// thread's slot writes before the queue entry).
+// segment k - 1 (whose end that start is) pushed. The push's release orders the slot writes
+// before the queue entry: this thread's, and those another thread of the block made before a
+// barrier this one passed since (the table walk's MarkRing: warp 0 writes some marks' slots, a
+// helper thread pushes, or the other way round; release is cumulative).
 __device__ void mark_segment(const Lz4SegmentScratch& s, logic::Lz4Segment* segs, std::uint32_t* flags,
                              std::size_t j, std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
   segs[k] = logic::Lz4Segment{ip, op};
@@ -1039,11 +1042,16 @@ __device__ unsigned long long next_segment(const DeviceBatch& b, const Lz4Segmen
       // every walk's pushes come before its count (fence, then the add), and every paced push's
       // ticket before its pending count drops: with all walks counted and none pending, the
       // tail is final
-      if (poll_load(s.walks_done) == b.num_buffers && poll_load(s.paced_pending) == 0) {
-        poll_acquired();  // (before the tail's read)
-        if (t >= *reinterpret_cast<const volatile unsigned long long*>(s.queue_tail)) {
-          e = load_acquire(s.queue + t);  // 0 unless t is below the tail after all
-          if (e == 0) break;
+      // (each count acquired before the next read: the walks' count orders their paced
+      // pending counts, which order the tail)
+      if (poll_load(s.walks_done) == b.num_buffers) {
+        poll_acquired();
+        if (poll_load(s.paced_pending) == 0) {
+          poll_acquired();
+          if (t >= *reinterpret_cast<const volatile unsigned long long*>(s.queue_tail)) {
+            e = load_acquire(s.queue + t);  // 0 unless t is below the tail after all
+            if (e == 0) break;
+          }
         }
       }
       __nanosleep(sleep);
