@@ -29,10 +29,11 @@
 #include "core/byte_swap.hpp"
 #include "core/strided_copy.hpp"
 #include "cuda/decode/batch_decode.hpp"
-#include "cuda/decode/lz4_segments.hpp"
 
 #ifdef CUBESTREAM_WITH_CUDA
 #include <cuda_runtime_api.h>
+
+#include "cuda/decode/lz4_segments.hpp"  // (CUDA's runtime header: the CPU-only build has none)
 #endif
 
 namespace cs_codec_test {
