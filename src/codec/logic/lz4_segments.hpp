@@ -41,9 +41,21 @@ namespace cubestream::codec::logic {
 
 // A segment closes once it has produced this many bytes or walked this many sequences (the
 // second bounds the records a segment keeps: kLz4SegmentSeqs x 12 bytes of shared memory per
-// warp on the GPU).
-inline constexpr std::uint32_t kLz4SegmentOut = 16384;
-inline constexpr std::uint32_t kLz4SegmentSeqs = 256;
+// warp on the GPU). Each segment is a link of the chain its buffer's matches wait on (segment k
+// copies them after segment k - 1 is done), so fewer, longer segments mean fewer hand-overs.
+// -DCS_LZ4_SEGMENT_OUT / -DCS_LZ4_SEGMENT_SEQS set them for A/B runs of the device build
+// (bench/lz4_variants_ab.sh passes CUDA flags only: host-compiled tests that compare segment
+// counts with this logic then disagree, so such a variant runs the bench's byte checks alone).
+#ifndef CS_LZ4_SEGMENT_OUT
+#define CS_LZ4_SEGMENT_OUT 16384
+#endif
+#ifndef CS_LZ4_SEGMENT_SEQS
+#define CS_LZ4_SEGMENT_SEQS 256
+#endif
+inline constexpr std::uint32_t kLz4SegmentOut = CS_LZ4_SEGMENT_OUT;
+inline constexpr std::uint32_t kLz4SegmentSeqs = CS_LZ4_SEGMENT_SEQS;
+static_assert(kLz4SegmentSeqs % 32 == 0 && kLz4SegmentSeqs >= 32, "a warp's lanes take the records 32 at a time");
+static_assert(kLz4SegmentOut >= 1024, "segment output");
 // The input a segment's parse stages at a time (shared memory per warp on the GPU; the host runs
 // use the same size so that they refill where the device does). 1 KiB rather than 2: the fused
 // kernel's shared memory sets its L1 carve-out, and 32 KiB a block instead of 40 measured 0.7-2.2 %

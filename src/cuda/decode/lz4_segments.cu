@@ -161,7 +161,18 @@ __device__ void store_relaxed(std::uint32_t* p, unsigned v) {
 #define CS_LZ4_POLL_ACQUIRE 0
 #endif
 constexpr bool kPollAcquire = CS_LZ4_POLL_ACQUIRE != 0;
-__device__ void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+// -DCS_LZ4_POLL_FENCE=1: fence.acquire.gpu (PTX 8.6, sm_90), which need not wait for this
+// thread's own stores as acq_rel does (a second review's suggestion, for an A/B).
+#ifndef CS_LZ4_POLL_FENCE
+#define CS_LZ4_POLL_FENCE 0
+#endif
+__device__ void fence_acquire() {
+#if CS_LZ4_POLL_FENCE
+  asm volatile("fence.acquire.gpu;" ::: "memory");
+#else
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#endif
+}
 template <class T>
 __device__ T poll_load(const T* p) {
   if constexpr (kPollAcquire) {
@@ -1021,13 +1032,15 @@ __device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logi
 }
 
 // A segment worker's staged input is logic::kLz4SegmentWindow (1 KiB, not warp_copy.cuh's 2 KiB;
-// why in lz4_segments.hpp). The union with TableShared (31 KiB) keeps the fused kernel at 32 KiB.
+// why in lz4_segments.hpp). In the fused kernel this shares a union with TableShared (~44 KiB
+// with the window ahead), which sets the block's shared memory; SegmentShared is 32 KiB.
 static_assert(logic::kLz4SegmentWindow >= logic::kLz4FastSpan + 16 && logic::kLz4SegmentWindow % 16 == 0,
               "segment window");
 struct SegmentShared {
   alignas(16) std::uint8_t windows[kSegWarps][logic::kLz4SegmentWindow];
   logic::Lz4MatchRecord records[kSegWarps][logic::kLz4SegmentSeqs];
 };
+static_assert(sizeof(SegmentShared) <= 48 * 1024, "static shared memory (CS_LZ4_SEGMENT_SEQS too large)");
 
 // The next pushed segment for this warp (lane 0 waits; every lane gets it), or 0 once every walk
 // has ended and the queue holds no more.
