@@ -18,7 +18,7 @@
 //
 // Each checks its own result (the helpers' sums of the jobs they saw). On the H200 (session 32)
 // racecheck reported nothing on any of them, so the bare protocol does not explain the walk's
-// report; the walk now alternates two job slots (lz4_segments.cu, TableShared::job), which
+// report; the walk now alternates two job slots (lz4_table_walk.cuh, TableShared::job), which
 // orders each write after the last copy of that slot by barrier 1 alone, and racecheck is clean.
 // Build and run on the GPU machine:
 //   nvcc -O3 -lineinfo -arch=sm_90 -o /tmp/handshake bench/micro/racecheck_handshake.cu

@@ -217,10 +217,11 @@ CS_HD inline bool lz4_split_accepts(const Lz4RegionWalk* w, std::uint32_t region
 }
 
 // The split walk on the host (tests, fuzzing and the host run of the segmented decode; the
-// device runs the same rounds, a thread per region, in cuda/decode/lz4_segments.cu). Returns
-// true where the block is accepted: then mark(k, ip, op) has been called for every segment in
-// order, *segments holds their count and *rounds the rounds after the first that walked. False:
-// declined (the caller takes the table walk); nothing marked.
+// device runs the same rounds, a thread per region, in split_job of
+// cuda/decode/lz4_table_walk.cuh). Returns true where the block is accepted: then mark(k, ip,
+// op) has been called for every segment in order, *segments holds their count and *rounds the
+// rounds after the first that walked. False: declined (the caller takes the table walk); nothing
+// marked.
 template <class Mark>
 inline bool lz4_split_walk_host(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size,
                                 std::uint32_t region_min, std::size_t max_segments, Mark&& mark,

@@ -1,0 +1,351 @@
+// A segment worker (one warp): takes pushed segments from the queue, parses each and copies its
+// literals, then its matches after the segment before (with pending bits, the ready pass first).
+// (A private part of cuda/decode/lz4_segments.cu: lz4_segments_private.cuh says what that means.)
+#pragma once
+
+#include "cuda/decode/lz4_segments_private.cuh"
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/logic/lz4_match_bits.hpp"
+#include "codec/logic/lz4_segments.hpp"
+#include "cuda/decode/batch_decode.hpp"
+#include "cuda/decode/device_status.cuh"
+#include "cuda/decode/lz4_segment_queue.cuh"
+#include "cuda/decode/lz4_segments_config.cuh"
+#include "cuda/decode/warp_copy.cuh"
+
+namespace cubestream::cuda::detail {
+namespace {
+
+// A segment's flag: 0 when pushed; kFlagPublished once its literals and pending bits are in
+// place (only buffers with bits: lz4_match_bits.hpp); kFlagDone once all its bytes are.
+constexpr std::uint32_t kFlagPublished = 1, kFlagDone = 2;
+
+// The pending bits of the ready pass (codec/logic/lz4_match_bits.hpp). A word wholly
+// inside one match's output is that match's alone (a plain, strong store); an edge word may hold
+// another match's bits too (an atomic). lane_mark: one lane, a short range; warp_mark: the whole
+// warp, any range.
+__device__ void mark_word(std::uint32_t* bits, std::uint32_t a, std::uint32_t b, std::uint32_t w, bool pending) {
+  const std::uint32_t m = logic::lz4_bits_in(a, b, w);
+  if (m == ~0u)
+    store_relaxed(bits + w, pending ? ~0u : 0u);
+  else if (pending)
+    atomicOr(bits + w, m);
+  else
+    atomicAnd(bits + w, ~m);
+}
+__device__ void lane_mark(std::uint32_t* bits, std::uint32_t a, std::uint32_t b, bool pending) {
+  for (std::uint32_t w = a >> 5; w <= (b - 1) >> 5; ++w) mark_word(bits, a, b, w, pending);
+}
+__device__ void warp_mark(std::uint32_t* bits, std::uint32_t a, std::uint32_t b, bool pending, unsigned lane) {
+  for (std::uint32_t w = (a >> 5) + lane; w <= (b - 1) >> 5; w += 32) mark_word(bits, a, b, w, pending);
+}
+// One lane's match of at most kLz4LaneMatchMax bytes: every byte loaded (from L2: other warps
+// wrote them), then stored. Byte i reads source index i mod off, kept without a division.
+__device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& m) {
+  const std::uint32_t a = m.dst - m.off;
+  std::uint8_t v[logic::kLz4LaneMatchMax];
+  std::uint32_t r = 0;
+#pragma unroll
+  for (std::uint32_t k = 0; k < logic::kLz4LaneMatchMax; ++k) {
+    v[k] = k < m.len ? __ldcg(out + a + r) : std::uint8_t{0};
+    r = r + 1 == m.off ? 0 : r + 1;
+  }
+#pragma unroll
+  for (std::uint32_t k = 0; k < logic::kLz4LaneMatchMax; ++k)
+    if (k < m.len) out[m.dst + k] = v[k];
+}
+
+// One group of matches (codec/logic/lz4_segments.hpp, lz4_group_size): lane j holds match r + j.
+// Returns how many matches it copied. Every byte they read is final (the caller has waited for
+// the segment before). With kReady and `bits`, each match then clears its pending bits
+// (lz4_match_bits.hpp), so that later segments' ready passes can take more.
+template <bool kReady>
+__device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchRecord* recs, std::uint32_t n,
+                                    unsigned lane, std::uint32_t* bits) {
+  const bool have = lane < n;
+  const logic::Lz4MatchRecord m = have ? recs[lane] : logic::Lz4MatchRecord{0, 1, 0};
+  const std::uint32_t len0 = __shfl_sync(kFullMask, m.len, 0);
+  if (len0 > logic::kLz4LaneMatchMax) {
+    // alone, by the whole warp: every byte's source is final (before the match), so the lanes
+    // load four bytes each, then store them
+    const logic::Lz4MatchRecord m0{__shfl_sync(kFullMask, m.dst, 0), __shfl_sync(kFullMask, m.off, 0), len0};
+    for (std::uint32_t at = 0; at < len0; at += 4 * 32) {
+      std::uint8_t v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const std::uint32_t k = at + lane + 32u * u;
+        v[u] = k < len0 ? __ldcg(out + logic::lz4_match_source(m0, k)) : std::uint8_t{0};
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const std::uint32_t k = at + lane + 32u * u;
+        if (k < len0) out[m0.dst + k] = v[u];
+      }
+    }
+    if (kReady && bits != nullptr) {
+      // every lane's bytes before any lane clears a bit that covers them
+      __threadfence();
+      __syncwarp();
+      warp_mark(bits, m0.dst, m0.dst + len0, false, lane);
+    }
+    return 1;
+  }
+  // the group: the last lane i < lane whose match starts below this one's read end is the only
+  // one that can meet it (output ranges sorted and disjoint): a binary search over the lanes
+  const std::uint32_t a = m.dst - m.off, reads = m.off < m.len ? m.off : m.len;
+  unsigned pos = 0;
+#pragma unroll
+  for (unsigned step = 16; step != 0; step >>= 1) {
+    const unsigned probe = pos + step - 1;
+    const std::uint32_t d = __shfl_sync(kFullMask, m.dst, probe);
+    if (probe < lane && d < a + reads) pos += step;
+  }
+  const unsigned prev = pos == 0 ? 0 : pos - 1;
+  const std::uint32_t prev_dst = __shfl_sync(kFullMask, m.dst, prev), prev_len = __shfl_sync(kFullMask, m.len, prev);
+  const bool meets = pos != 0 && logic::lz4_reads_meet(m, prev_dst, prev_len);
+  const bool member = lane == 0 || (have && m.len <= logic::kLz4LaneMatchMax && !meets);
+  const unsigned refused = ~__ballot_sync(kFullMask, member);
+  const unsigned g = refused == 0 ? 32u : static_cast<unsigned>(__ffs(static_cast<int>(refused))) - 1u;
+  if (lane < g) {
+    lane_copy_match(out, m);
+    if (kReady && bits != nullptr) {
+      __threadfence();  // this lane's bytes before its bits
+      lane_mark(bits, m.dst, m.dst + m.len, false);
+    }
+  }
+  return g;
+}
+
+// The ready pass of one segment with pending bits (codec/logic/lz4_match_bits.hpp, steps 1-3),
+// after its parse and literals: recs[0, nrec) its matches in output order, `bits` its buffer's
+// pending bits, `segs` and `flags` its buffer's slots, k the segment, `out0` its first output
+// position. Copies every match of at most kLz4LaneMatchMax bytes whose bytes are final already;
+// the others are kept at the front of recs, in order, for the chained pass. Returns their count.
+__device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logic::Lz4MatchRecord* recs,
+                                    std::uint32_t nrec, const logic::Lz4Segment* segs, std::uint32_t* flags,
+                                    std::uint32_t k, std::uint32_t out0, unsigned lane) {
+  // 1. the bits of every match's output, then the flag (1) that publishes them with the literals
+  constexpr std::uint32_t kLaneMarkMax = 64;  // a lane marks at most three words
+  for (std::uint32_t r = 0; r < nrec; r += 32) {
+    const bool have = r + lane < nrec;
+    const logic::Lz4MatchRecord m = have ? recs[r + lane] : logic::Lz4MatchRecord{0, 1, 0};
+    const bool lone = have && m.len > kLaneMarkMax;
+    if (have && !lone) lane_mark(bits, m.dst, m.dst + m.len, true);
+    for (unsigned longs = __ballot_sync(kFullMask, lone); longs != 0; longs &= longs - 1) {
+      const int from = __ffs(static_cast<int>(longs)) - 1;
+      const std::uint32_t a = __shfl_sync(kFullMask, m.dst, from);
+      warp_mark(bits, a, a + __shfl_sync(kFullMask, m.len, from), true, lane);
+    }
+  }
+  __threadfence();
+  __syncwarp();
+  if (lane == 0) store_release(flags + k, kFlagPublished);
+  // 2. the flags of the earlier segments it can read from (those ending past out0 - 65 535);
+  // they hold lower queue tickets and wait on nothing before they publish
+  const std::uint32_t lo = logic::lz4_window_low(out0);
+  for (std::uint32_t back = 0; back < k; back += 32) {
+    bool need = false;
+    if (back + lane < k) {
+      const std::uint32_t j = k - 1 - back - lane;
+      need = segs[j + 1].out > lo;
+      if (need) {
+        for (unsigned sleep = 32; poll_load(flags + j) == 0; sleep = sleep < 256 ? 2 * sleep : sleep) __nanosleep(sleep);
+        poll_acquired();
+      }
+    }
+    if (!__all_sync(kFullMask, need)) break;  // the segments go back in order
+  }
+  __syncwarp();  // every lane's acquire before any lane reads what it publishes
+  // 3. lane l checks records l, l + 32, ... (kLz4SegmentSeqs / 32 at most): a short match reads
+  // at most 16 bytes, so two words of bits
+  constexpr std::uint32_t kPer = logic::kLz4SegmentSeqs / 32;
+  static_assert(kPer <= 32 && logic::kLz4LaneMatchMax <= 32, "the ready mask, two words a read range");
+  std::uint32_t ready = 0;
+#pragma unroll
+  for (std::uint32_t i = 0; i < kPer; ++i) {
+    const std::uint32_t r = lane + 32 * i;
+    if (r < nrec && recs[r].len <= logic::kLz4LaneMatchMax) {
+      const logic::Lz4Reads rd = logic::lz4_match_reads(recs[r]);
+      const std::uint32_t w0 = rd.first >> 5, w1 = (rd.end - 1) >> 5;
+      const std::uint32_t set = (load_relaxed(bits + w0) & logic::lz4_bits_in(rd.first, rd.end, w0)) |
+                                (load_relaxed(bits + w1) & logic::lz4_bits_in(rd.first, rd.end, w1));
+      if (set == 0) ready |= 1u << i;
+    }
+  }
+  if (ready != 0) {
+    __threadfence();  // the bits seen clear before the bytes they guard are read
+    for (std::uint32_t i = 0; i < kPer; ++i)
+      if ((ready >> i & 1u) != 0) lane_copy_match(out, recs[lane + 32 * i]);
+    __threadfence();  // this lane's bytes before its bits
+    for (std::uint32_t i = 0; i < kPer; ++i)
+      if ((ready >> i & 1u) != 0) {
+        const logic::Lz4MatchRecord& m = recs[lane + 32 * i];
+        lane_mark(bits, m.dst, m.dst + m.len, false);
+      }
+  }
+  // the rest moves down, in order (record r = 32 i + lane goes to an index <= r, after every
+  // lane has read its record)
+  std::uint32_t kept = 0;
+  for (std::uint32_t i = 0; i * 32 < nrec; ++i) {
+    const std::uint32_t r = lane + 32 * i;
+    const bool keep = r < nrec && (ready >> i & 1u) == 0;
+    const logic::Lz4MatchRecord m = keep ? recs[r] : logic::Lz4MatchRecord{0, 1, 0};
+    const unsigned mask = __ballot_sync(kFullMask, keep);
+    __syncwarp();
+    if (keep) recs[kept + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)))] = m;
+    kept += static_cast<std::uint32_t>(__popc(mask));
+    __syncwarp();
+  }
+  return kept;
+}
+
+// A segment worker's staged input is logic::kLz4SegmentWindow (1 KiB, not warp_copy.cuh's 2 KiB;
+// why in lz4_segments.hpp). In the fused kernel this shares a union with TableShared (~44 KiB
+// with the window ahead), which sets the block's shared memory; SegmentShared is 32 KiB.
+static_assert(logic::kLz4SegmentWindow >= logic::kLz4FastSpan + 16 && logic::kLz4SegmentWindow % 16 == 0,
+              "segment window");
+struct SegmentShared {
+  alignas(16) std::uint8_t windows[kSegWarps][logic::kLz4SegmentWindow];
+  logic::Lz4MatchRecord records[kSegWarps][logic::kLz4SegmentSeqs];
+};
+static_assert(sizeof(SegmentShared) <= 48 * 1024, "static shared memory (CS_LZ4_SEGMENT_SEQS too large)");
+
+// The next pushed segment for this warp (lane 0 waits; every lane gets it), or 0 once every walk
+// has ended and the queue holds no more.
+__device__ unsigned long long next_segment(const DeviceBatch& b, const Lz4SegmentScratch& s, unsigned lane) {
+  unsigned long long e = 0;
+  if (lane == 0) {
+    const unsigned long long t = atomicAdd(s.queue_head, 1ull);
+    // every pushed segment has a slot, so tickets past the capacity never get an entry
+    for (unsigned sleep = 32; t < s.capacity;) {
+      e = poll_load(s.queue + t);
+      if (e != 0) break;
+      // every walk's pushes come before its count (fence, then the add), and every paced push's
+      // ticket before its pending count drops: with all walks counted and none pending, the
+      // tail is final
+      // (each count acquired before the next read: the walks' count orders their paced
+      // pending counts, which order the tail)
+      if (poll_load(s.walks_done) == b.num_buffers) {
+        poll_acquired();
+        if (poll_load(s.paced_pending) == 0) {
+          poll_acquired();
+          if (t >= *reinterpret_cast<const volatile unsigned long long*>(s.queue_tail)) {
+            e = load_acquire(s.queue + t);  // 0 unless t is below the tail after all
+            if (e == 0) break;
+          }
+        }
+      }
+      __nanosleep(sleep);
+      sleep = sleep < 512 ? 2 * sleep : sleep;
+    }
+    if (e != 0) poll_acquired();  // the entry's slot and flag
+  }
+  // orders lane 0's acquire before the other lanes' reads of what the entry publishes
+  __syncwarp();
+  return __shfl_sync(kFullMask, e, 0);
+}
+
+// Segment workers: every warp takes pushed segments until the queue is done.
+// kReady: the kernel was launched for a scratch with bits (Lz4SegmentScratch::ready_first); the
+// default instantiation holds no code of the ready pass (its registers and spills are main's).
+template <bool kReady>
+__device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s, SegmentShared& sh) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32;
+  logic::Lz4MatchRecord* recs = sh.records[warp];
+  for (;;) {
+    const unsigned long long e = next_segment(b, s, lane);
+    if (e == 0) return;
+    const std::size_t j = static_cast<std::size_t>((e & 0xFFFFFFFFull) - 1);
+    const auto k = static_cast<std::uint32_t>((e >> 32) & 0x7FFFFFFFull);
+    const bool last_segment = (e >> 63) != 0;
+    const std::uint8_t* in = b.src[j] + logic::kLz4NumcodecsHeader;
+    const auto in_size = static_cast<std::uint32_t>(b.src_bytes[j] - logic::kLz4NumcodecsHeader);
+    const auto size = static_cast<std::uint32_t>(b.dst_bytes[j]);
+    std::uint8_t* out = b.dst[j];
+    const unsigned long long base = s.seg_base[j];
+    const unsigned long long bits_base = kReady ? s.bits_base[j] : kLz4NoBits;
+    const logic::Lz4Segment seg = s.segs[base + k];
+    const std::uint32_t end = last_segment ? in_size : s.segs[base + k + 1].in;
+
+    // parse and literals, 32 sequences at a time (lane c keeps sequence c), matches to records
+    logic::Lz4StagedReader<WarpFill> rd{in, in_size, sh.windows[warp], logic::kLz4SegmentWindow, WarpFill{lane}};
+    std::size_t ip = seg.in;
+    std::uint32_t op = seg.out, nrec = 0;
+    bool bad = false, last = false;
+    while (ip < end && !bad && !last) {
+      std::uint32_t my_src = 0, my_lit = 0, my_op = 0, my_off = 0, my_len = 0, c = 0;
+      for (; c < 32 && ip < end; ++c) {
+        logic::Lz4Sequence sq;
+        if (logic::lz4_staged_next(rd, in_size, size, &ip, op, &sq, &last) != DecodeStatus::kOk) {
+          bad = true;
+          break;
+        }
+        if (lane == c) {
+          my_src = static_cast<std::uint32_t>(sq.lit_src);
+          my_lit = static_cast<std::uint32_t>(sq.lit_len);
+          my_op = op;
+          my_off = static_cast<std::uint32_t>(sq.match_offset);
+          my_len = static_cast<std::uint32_t>(sq.match_len);
+        }
+        op += static_cast<std::uint32_t>(sq.lit_len + sq.match_len);
+        if (last) {
+          ++c;
+          break;
+        }
+      }
+      for (std::uint32_t u = 0; u < c; ++u) {
+        const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
+        const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
+        logic::lane_copy_forward(out + at, in + from, lit, lane);
+      }
+      const bool has = lane < c && my_len != 0;
+      const unsigned mask = __ballot_sync(kFullMask, has);
+      const std::uint32_t idx = nrec + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)));
+      if (has && idx < logic::kLz4SegmentSeqs) recs[idx] = logic::Lz4MatchRecord{my_op + my_lit, my_off, my_len};
+      nrec += static_cast<std::uint32_t>(__popc(mask));
+    }
+    // the walk accepted the segment, so the parse meets the next segment's start exactly
+    if (bad || ip != end || nrec > logic::kLz4SegmentSeqs) {
+      if (lane == 0) fail_status(b.status + j, DecodeStatus::kCorrupt);
+      nrec = 0;
+    }
+    __syncwarp();
+    // with pending bits, the matches whose bytes are final already go first, off the chain
+    std::uint32_t* bits = kReady && bits_base != kLz4NoBits ? s.bits + bits_base : nullptr;
+    if (kReady && bits != nullptr)
+      nrec = ready_pass(out, bits, recs, nrec, s.segs + base, s.flags + base, k, seg.out, lane);
+    // the chained pass: the other matches read the output of earlier segments' matches, so wait
+    // for the segment before (pushed before this one, so a running warp has it)
+    if (k != 0) {
+      while (poll_load(s.flags + base + k - 1) != kFlagDone) __nanosleep(64);
+      poll_acquired();
+    }
+    for (std::uint32_t r = 0; r < nrec;) {
+      r += copy_group<kReady>(out, recs + r, nrec - r, lane, bits);
+      __syncwarp();
+    }
+    // every lane's writes, then the flag
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) {
+      // a split-walked buffer's next segment (split_job): its ticket, then the count the
+      // workers' exit test reads (next_segment), and only then this segment's flag. The
+      // worker of segment k + 1 pushes k + 1 + kSplitInFlight after it has seen this flag, so a
+      // buffer's tickets stay in segment order, and the segment a worker waits on (the one
+      // before it) always holds a lower ticket, taken by a worker that is running.
+      const std::uint32_t count = s.split_region != 0 ? s.paced[j] : 0u;  // (no load with the split off)
+      if (count != 0 && k + kSplitInFlight < count) {
+        push_segment(s, j, k + kSplitInFlight, k + kSplitInFlight + 1 == count);
+        __threadfence();
+        atomicSub(s.paced_pending, 1u);
+      }
+      store_release(s.flags + base + k, kFlagDone);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cubestream::cuda::detail

@@ -1,0 +1,68 @@
+// The segmented LZ4 path's compile-time shape: warps and windows of the walks, the table walk's
+// variants (window ahead, pipeline, MarkRing) and their switches for A/B builds.
+// (A private part of cuda/decode/lz4_segments.cu: lz4_segments_private.cuh says what that means.)
+#pragma once
+
+#include "cuda/decode/lz4_segments_private.cuh"
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/logic/lz4_segments.hpp"
+#include "codec/logic/lz4_table_pipeline.hpp"
+
+namespace cubestream::cuda::detail {
+namespace {
+
+namespace logic = codec::logic;
+using logic::DecodeStatus;
+
+constexpr unsigned kWalkWarps = 4;
+constexpr std::size_t kWalkWindow = 8192;
+// The table walk fills the next window's table ahead (the helper warps, while warp 0 chains the
+// current one: lz4_segment_walk_table's Team::Ahead), in a second window and table; its windows
+// are then 6 KiB so that both fit the 48 KiB of static shared memory (one window of 8 KiB
+// without; -DCS_LZ4_TABLE_WINDOW=n sets it). On the H200 (session 32) one era5-like chunk alone
+// takes 18 % less kernel time than with the 8 KiB window and no window ahead
+// (-DCS_LZ4_TABLE_AHEAD=0), the era5-like and mixed batches 4-5 % less, the synth fields 1 %.
+// CS_LZ4_TABLE_PIPELINE=1 (the window ahead implied) walks with lz4_segment_walk_pipelined: the
+// helpers also run each trusted chain's token pass while warp 0 chains the next (two token
+// slots). Off: no faster than the window ahead alone on the batches and slower on one chunk
+// (session 32, docs/gpu_decoders.md): the helpers' token pass plus the next window's fill
+// outlast warp 0's chain.
+#ifndef CS_LZ4_TABLE_PIPELINE
+#define CS_LZ4_TABLE_PIPELINE 0
+#endif
+#ifndef CS_LZ4_TABLE_AHEAD
+#define CS_LZ4_TABLE_AHEAD 1
+#endif
+// CS_LZ4_MARK_RING=0: warp 0 pushes every segment mark itself (MarkRing below), for the A/B.
+#ifndef CS_LZ4_MARK_RING
+#define CS_LZ4_MARK_RING 1
+#endif
+constexpr bool kTablePipeline = CS_LZ4_TABLE_PIPELINE != 0;
+constexpr bool kTableAhead = CS_LZ4_TABLE_AHEAD != 0;
+constexpr bool kMarkRingOn = kTableAhead && CS_LZ4_MARK_RING != 0;
+static_assert(kTableAhead || !kTablePipeline, "the pipelined walk fills windows ahead");
+constexpr unsigned kTableTokenSlots = kTablePipeline ? 2 : 1;
+constexpr unsigned kTableBuffers = kTableAhead ? 2 : 1;
+#ifdef CS_LZ4_TABLE_WINDOW
+constexpr std::size_t kTableWindow = CS_LZ4_TABLE_WINDOW;
+#else
+constexpr std::size_t kTableWindow = kTableAhead ? 6144 : 8192;
+#endif
+static_assert(kTableWindow % 16 == 0, "windows are filled with 16-byte stores");
+// Tokens the chain lists at a time (a window of the era5-like chunks holds ~150, of the synth
+// fields ~500; more take several token passes).
+constexpr std::uint32_t kTableTokens = 1024;
+// Warps per buffer in the table walk (4: 9 % slower on era5-like chunks; 16: 28 % slower on the
+// mixed batch, H100, session 15).
+constexpr unsigned kTableWarps = 8;
+static_assert(kTableWindow >= logic::kLz4TableWindowMin && kTableWindow <= logic::kLz4TableWindowMax, "table window");
+constexpr unsigned kSegWarps = 8;
+// Segments of a split-walked buffer in the queue or in work at a time (see split_job; at most a
+// warp's lanes, which push the first ones).
+constexpr std::uint32_t kSplitInFlight = 32;
+
+}  // namespace
+}  // namespace cubestream::cuda::detail
