@@ -203,7 +203,7 @@ __device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logi
 }
 
 // A segment worker's staged input is logic::kLz4SegmentWindow (1 KiB, not warp_copy.cuh's 2 KiB;
-// why in lz4_segments.hpp). In the fused kernel this shares a union with TableShared (~44 KiB
+// why in codec/logic/lz4_segments.hpp). In the fused kernel this shares a union with TableShared (~44 KiB
 // with the window ahead), which sets the block's shared memory; SegmentShared is 32 KiB.
 static_assert(logic::kLz4SegmentWindow >= logic::kLz4FastSpan + 16 && logic::kLz4SegmentWindow % 16 == 0,
               "segment window");

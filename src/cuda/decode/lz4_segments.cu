@@ -24,7 +24,7 @@
 //
 // The parts, each a private header of this one translation unit (CS_LZ4_SEGMENTS_TU):
 // lz4_segments_config.cuh (the walks' shape and A/B switches), lz4_segment_queue.cuh (entries,
-// memory order, pushes), lz4_walk_buffer.cuh (one buffer's walk, any walk), lz4_table_walk.cuh
+// memory order, polls, pushes), lz4_walk_buffer.cuh (one buffer's walk, any walk), lz4_table_walk.cuh
 // (the block's table walk and its jobs), lz4_segment_worker.cuh (the workers); here the scratch's
 // layout, the kernels and the launch.
 #define CS_LZ4_SEGMENTS_TU  // (the private headers below check it)

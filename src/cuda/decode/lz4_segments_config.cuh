@@ -9,7 +9,6 @@
 #include <cstdint>
 
 #include "codec/logic/lz4_segments.hpp"
-#include "codec/logic/lz4_table_pipeline.hpp"
 
 namespace cubestream::cuda::detail {
 namespace {
@@ -36,7 +35,7 @@ constexpr std::size_t kWalkWindow = 8192;
 #ifndef CS_LZ4_TABLE_AHEAD
 #define CS_LZ4_TABLE_AHEAD 1
 #endif
-// CS_LZ4_MARK_RING=0: warp 0 pushes every segment mark itself (MarkRing below), for the A/B.
+// CS_LZ4_MARK_RING=0: warp 0 pushes every segment mark itself (MarkRing, lz4_table_walk.cuh), for the A/B.
 #ifndef CS_LZ4_MARK_RING
 #define CS_LZ4_MARK_RING 1
 #endif

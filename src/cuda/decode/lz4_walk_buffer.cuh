@@ -8,11 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "codec/logic/lz4_match_bits.hpp"
 #include "codec/logic/lz4_segments.hpp"
 #include "codec/logic/lz4_split_walk.hpp"
 #include "cuda/decode/batch_decode.hpp"
 #include "cuda/decode/device_status.cuh"
 #include "cuda/decode/lz4_segment_queue.cuh"
+#include "cuda/decode/lz4_segments.hpp"
 #include "cuda/decode/lz4_segments_config.cuh"
 #include "cuda/decode/warp_copy.cuh"
 
