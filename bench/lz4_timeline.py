@@ -19,10 +19,7 @@ def pct(values, q):
 
 def main(path):
     launches = {}
-    walks = collections.defaultdict(dict)
-    last = collections.defaultdict(dict)
-    pushed = collections.defaultdict(lambda: collections.defaultdict(dict))
-    seg = collections.defaultdict(lambda: collections.defaultdict(dict))
+    raw = collections.defaultdict(list)  # kind -> printed fields after the kind
     for line in open(path):
         f = line.split()
         if len(f) < 2:
@@ -34,17 +31,47 @@ def main(path):
         kind = f[0]
         if kind == "TLL" and len(n) == 3:
             launches[n[0]] = (n[1], n[2])
-        elif kind == "TLW" and len(n) == 6:
-            walks[n[0]][n[1]] = (n[2], n[3], n[4], n[5])
-        elif kind == "TLS" and len(n) == 3:
-            last[n[0]][n[1]] = n[2]
-        elif kind == "TLP" and len(n) == 4:
-            pushed[n[0]][n[1]][n[2]] = n[3]
-        elif kind == "TLK" and len(n) == 6:
-            seg[n[0]][n[1]][n[2]] = (n[3], n[4], n[5])
+        elif (kind, len(n)) in (("TLW", 6), ("TLS", 3), ("TLP", 4), ("TLK", 6)):
+            raw[kind].append(n)
     if not launches:
         print("no launches printed")
         return
+    # A stamp carries the launch number its thread read when it printed; a block that printed
+    # before the first block bumped the number would carry the launch before. Each stamp is
+    # filed under the latest launch that started at or before its time instead, and the
+    # disagreements counted.
+    starts = sorted((t, n) for n, (t, _) in launches.items())
+
+    def launch_at(t):
+        k = None
+        for t0, n in starts:
+            if t0 > t:
+                break
+            k = n
+        return k
+
+    moved = 0
+    walks = collections.defaultdict(dict)
+    last = collections.defaultdict(dict)
+    pushed = collections.defaultdict(lambda: collections.defaultdict(dict))
+    seg = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for kind, rows in raw.items():
+        for n in rows:
+            t = n[{"TLW": 2, "TLS": 2, "TLP": 3, "TLK": 3}[kind]]
+            m = launch_at(t)
+            moved += m != n[0]
+            if m is None:
+                continue
+            if kind == "TLW":
+                walks[m][n[1]] = (n[2], n[3], n[4], n[5])
+            elif kind == "TLS":
+                last[m][n[1]] = n[2]
+            elif kind == "TLP":
+                pushed[m][n[1]][n[2]] = n[3]
+            else:
+                seg[m][n[1]][n[2]] = (n[3], n[4], n[5])
+    if moved:
+        print(f"({moved} stamps filed under another launch than the one they printed, or before any launch)")
     ms = lambda ns: ns / 1e6
     print("| launch | buffers | span ms | walk end ms (median / 90 % / max) | walk ms (median / max) | "
           "latest walk start ms | lag ms (median / 90 % / max) | last buffer: walk end, lag ms |")
@@ -71,6 +98,17 @@ def main(path):
               f"{statistics.median(durs):.3f} / {max(durs):.3f} | {max(starts):.3f} | {lag_txt} | {last_txt} |")
     n = max(launches)
     t0 = launches[n][0]
+    stamps = sorted({v[0] for v in walks.get(n, {}).values()} | {v[1] for v in walks.get(n, {}).values()} |
+                    set(last.get(n, {}).values()))
+    gaps = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
+    if gaps:
+        print(f"launch {n}: smallest gap between distinct stamps {min(gaps)} ns (the timer's step is at most that)")
+    w = walks.get(n, {})
+    sampled = [ms(e - s0) for j, (s0, e, _, _) in w.items() if j % 64 == 0]
+    others = [ms(e - s0) for j, (s0, e, _, _) in w.items() if j % 64 != 0]
+    if sampled and others:
+        print(f"launch {n}: walk ms, median of the sampled buffers (j % 64 == 0, whose pushes also print) "
+              f"{statistics.median(sampled):.3f} against {statistics.median(others):.3f} for the others")
     for j in sorted(seg.get(n, {})):
         s = seg[n][j]
         p = pushed[n].get(j, {})
@@ -87,8 +125,12 @@ def main(path):
         med = lambda v: statistics.median(v) if v else float("nan")
         kl = ks[-1]
         lag = ms(s[kl][2] - p[kl]) if kl in p else float("nan")
-        print(f"buffer {j} (launch {n}): {len(ks)} segments; a push every {med(push_pace):.1f} us, a segment done "
-              f"every {med(done_pace):.1f} us; per segment (median us): take {med(take):.1f}, parse {med(parse):.1f}, "
+        pk = sorted(k for k in ks if k in p)
+        mean_push = us(p[pk[-1]] - p[pk[0]]) / (len(pk) - 1) if len(pk) > 1 else float("nan")
+        mean_done = us(s[ks[-1]][2] - s[ks[0]][2]) / (len(ks) - 1)
+        print(f"buffer {j} (launch {n}): {len(ks)} segments; a push every {med(push_pace):.1f} us (median; mean "
+              f"{mean_push:.1f}: the ring's helper pushes in bursts), a segment done every {med(done_pace):.1f} us "
+              f"(mean {mean_done:.1f}); per segment (median us): take {med(take):.1f}, parse {med(parse):.1f}, "
               f"wait {med(wait):.1f}, own copy {med(own):.1f}; the last segment done {lag:.3f} ms after its push")
         print("  k: pushed / taken / parsed / done, ms from the kernel's start")
         shown = ks[:: max(1, len(ks) // 10)]

@@ -4,7 +4,8 @@
 # stamps printed by the fused kernel: its start; each buffer's walk start and end; each buffer's
 # last segment done; and for every 64th buffer each segment's push, its take by a worker, the end
 # of its parse and its flag done), gpu_decode_bench built from it, each case of CASES
-# (CS_BENCH_CASE texts separated by ';') run once, and per launch of the kernel:
+# (CS_BENCH_CASE texts separated by ';') run once (six launches of the kernel: the bench's
+# check, then five timed), and per launch of the kernel:
 #   span      kernel start to the last segment done, ms
 #   walk end  when the walks end (median / 90 % / max over buffers), ms from the kernel's start
 #   walk      how long a walk takes (median / max), ms; and the latest walk start (buffers that
@@ -14,7 +15,8 @@
 # then, for the sampled buffers of the case's last launch, the chain: the walk's pace (a push
 # every .. us), the chain's pace (a segment done every .. us), and per segment (medians, us) the
 # take (push to take), the parse (take to parse end), the wait (parse end to the segment before
-# done) and its own copy (after both), and the final lag -> $OUT/timeline.txt.
+# done) and its own copy (after both), and the final lag -> $OUT/timeline.txt; each case's raw
+# stamps in $OUT/tl_<n>.txt.gz and the bench's own output in $OUT/bench_<n>.txt (n from 1).
 #
 #   OUT=/empty/dir CASES="era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / lz4" \
 #     bash bench/lz4_timeline.sh
@@ -34,12 +36,18 @@ log build
 . bench/patched_bench_build.sh
 patched_bench_build "$TREE" "$PWD/bench/lz4_timeline.patch" "$OUT/timeline_build.log" || exit 1
 IFS=';' read -r -a cases <<<"$CASES"
+n=0
 for c in "${cases[@]}"; do
-  log "case '$c'"
+  n=$((n + 1))
+  log "case $n: '$c'"
   echo "## $c" >>"$OUT/timeline.txt"
   CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 300 \
-    "$TREE/build/gpu_decode_bench" 2>&1 | grep -E '^TL[LWSPK] ' >"$OUT/tl.tmp"
-  /usr/bin/python3 bench/lz4_timeline.py "$OUT/tl.tmp" | tee -a "$OUT/timeline.txt"
+    "$TREE/build/gpu_decode_bench" >"$OUT/run.tmp" 2>&1
+  log "rc=$?"
+  grep -E '^TL[LWSPK] ' "$OUT/run.tmp" >"$OUT/tl_$n.txt"
+  grep -vE '^TL[LWSPK] ' "$OUT/run.tmp" >"$OUT/bench_$n.txt"
+  /usr/bin/python3 bench/lz4_timeline.py "$OUT/tl_$n.txt" | tee -a "$OUT/timeline.txt"
+  gzip -f "$OUT/tl_$n.txt"
 done
-rm -f "$OUT/tl.tmp"
+rm -f "$OUT/run.tmp"
 log done
