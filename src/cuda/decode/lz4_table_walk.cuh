@@ -390,11 +390,12 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
     if (lane == 0) {
       sh.job[par] = j;
       sh.first_bad = j.n;
-      // the marks noted since the last handout go with it (MarkRing)
-      sh.job[par].mark_lo = sh.marks.handed;
-      sh.job[par].mark_hi = sh.marks.posted;
-      sh.marks.draining = sh.marks.handed;
-      sh.marks.handed = sh.marks.posted;
+      if constexpr (kMarkRingOn) {  // the marks noted since the last handout go with it (MarkRing)
+        sh.job[par].mark_lo = sh.marks.handed;
+        sh.job[par].mark_hi = sh.marks.posted;
+        sh.marks.draining = sh.marks.handed;
+        sh.marks.handed = sh.marks.posted;
+      }
     }
     par ^= 1u;
     bar_sync_id<1>(kTableThreads);
@@ -404,7 +405,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
   walk_buffer(b, i, s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
                   std::uint32_t* count, WalkSlots& slots) {
-                if (lane == 0) {  // before any handout: barrier 1 orders these before the helpers' reads
+                if (kMarkRingOn && lane == 0) {  // before any handout: barrier 1 orders these before the helpers' reads
                   sh.marks.segs = slots.segs;
                   sh.marks.flags = slots.flags;
                   sh.marks.buffer = slots.buffer;
@@ -528,7 +529,7 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     flush_marks();
                   }
                   mark(k, ip, op);
-                  if (lane == 0) {
+                  if (kMarkRingOn && lane == 0) {
                     sh.marks.posted = k + 1;
                     sh.marks.handed = k + 1;
                   }
@@ -541,9 +542,10 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                   st = logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0, in_size,
                                                      size, bound, note_mark, count);
                 }
-                // every mark pushed before walk_buffer pushes the last segment
-                join();
-                flush_marks();
+                if constexpr (kMarkRingOn) {  // every mark pushed before walk_buffer pushes the last segment
+                  join();
+                  flush_marks();
+                }
                 return st;
               });
   __syncwarp();  // lane 0 finished the buffer's tail alone: the whole warp meets the barrier
