@@ -58,6 +58,56 @@ __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& 
     if (k < m.len) out[m.dst + k] = v[k];
 }
 
+// The literals of c <= 32 just parsed sequences: lane u holds sequence u's literal source (in
+// `in`), length and output position. Copied one sequence after another (lane_copy_forward), each
+// copy waits for its own loads, an L2 round trip (another warp's walk, or this warp's window
+// fill, read those bytes last), and on the era5-like chunks (52 literal bytes a sequence, 256
+// sequences a segment) those waits were most of a segment's parse: ncu put 28 % of the fused
+// kernel's stall samples on lane_copy.hpp's byte loop (session 34), and the timeline (session 35)
+// showed the workers, not the walks, setting the batches' time. So kLitGroup sequences at a time:
+// a round loads kLitLaneBytes bytes a lane of each of them, then stores them; a group takes more
+// rounds while one of its literals is longer. The input is only read during the launch, so its
+// loads may take the read-only path (__ldg) and need not wait for the stores before them.
+__device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::uint32_t my_src, std::uint32_t my_lit,
+                              std::uint32_t my_op, std::uint32_t c, unsigned lane) {
+  if constexpr (kLitGroup == 0) {
+    for (std::uint32_t u = 0; u < c; ++u) {
+      const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
+      const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
+      logic::lane_copy_forward(out + at, in + from, lit, lane);
+    }
+  } else {
+    // (kLitGroup = 0 compiles this branch too, though it never runs: groups of one then)
+    constexpr std::uint32_t kG = kLitGroup == 0 ? 1 : kLitGroup, kRound = 32 * kLitLaneBytes;
+    const std::uint32_t lit = lane < c ? my_lit : 0u;
+    for (std::uint32_t u0 = 0; u0 < c; u0 += kG) {
+      // the group's longest literal: every lane the same, so the rounds stay warp-uniform
+      const std::uint32_t longest = __reduce_max_sync(kFullMask, lane - u0 < kG ? lit : 0u);
+      for (std::uint32_t at = 0; at < longest; at += kRound) {
+        std::uint8_t v[kG][kLitLaneBytes];
+#pragma unroll
+        for (std::uint32_t q = 0; q < kG; ++q) {
+          const std::uint32_t from = __shfl_sync(kFullMask, my_src, u0 + q), len = __shfl_sync(kFullMask, lit, u0 + q);
+#pragma unroll
+          for (std::uint32_t b = 0; b < kLitLaneBytes; ++b) {
+            const std::uint32_t k = at + lane + 32 * b;
+            v[q][b] = k < len ? __ldg(in + from + k) : std::uint8_t{0};
+          }
+        }
+#pragma unroll
+        for (std::uint32_t q = 0; q < kG; ++q) {
+          const std::uint32_t to = __shfl_sync(kFullMask, my_op, u0 + q), len = __shfl_sync(kFullMask, lit, u0 + q);
+#pragma unroll
+          for (std::uint32_t b = 0; b < kLitLaneBytes; ++b) {
+            const std::uint32_t k = at + lane + 32 * b;
+            if (k < len) out[to + k] = v[q][b];
+          }
+        }
+      }
+    }
+  }
+}
+
 // One group of matches (codec/logic/lz4_segments.hpp, lz4_group_size): lane j holds match r + j.
 // Returns how many matches it copied. Every byte they read is final (the caller has waited for
 // the segment before). With kReady and `bits`, each match then clears its pending bits
@@ -296,11 +346,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
           break;
         }
       }
-      for (std::uint32_t u = 0; u < c; ++u) {
-        const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
-        const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
-        logic::lane_copy_forward(out + at, in + from, lit, lane);
-      }
+      copy_literals(out, in, my_src, my_lit, my_op, c, lane);
       const bool has = lane < c && my_len != 0;
       const unsigned mask = __ballot_sync(kFullMask, has);
       const std::uint32_t idx = nrec + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)));
@@ -320,7 +366,10 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     // the chained pass: the other matches read the output of earlier segments' matches, so wait
     // for the segment before (pushed before this one, so a running warp has it)
     if (k != 0) {
-      while (poll_load(s.flags + base + k - 1) != kFlagDone) __nanosleep(64);
+      for (unsigned sleep = 64; poll_load(s.flags + base + k - 1) != kFlagDone;) {
+        __nanosleep(sleep);
+        if (kChainSleepMax > 64) sleep = sleep < kChainSleepMax ? 2 * sleep : sleep;
+      }
       poll_acquired();
     }
     for (std::uint32_t r = 0; r < nrec;) {
