@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "codec/logic/decode_status.hpp"
@@ -77,6 +78,69 @@ struct Lz4MatchRecord {
   std::uint32_t off;  // 1..65535
   std::uint32_t len;  // >= kLz4MinMatch
 };
+
+// A segment's runs (session 35): its sequences in runs of kLz4RunSeqs, each run's start noted by
+// the walk, so that a segment worker parses the runs side by side, a lane each, instead of the
+// whole segment one sequence after another. The walk has parsed every sequence already; a
+// worker's serial parse of a segment (~450 cycles a sequence on the GPU, the walk's cost) was
+// most of what a worker spends, and on the batches the workers, not the walks, set the time
+// (docs/gpu_decoders.md, session 35). `seqs`: the segment's sequences (0: not noted, e.g. the
+// split walk's segments; the worker then parses serially); at[r - 1]: the input offset of run r
+// (sequence kLz4RunSeqs x r) from the segment's first sequence, for r >= 1. 16 bits hold it: a
+// sequence before the segment's last starts below kLz4SegmentOut bytes of output from the
+// segment's start, and a sequence takes at most its output x 256 / 255 + 5 bytes of input (a
+// token, the offset, and a length byte per 255 of each length, one more each at most).
+inline constexpr std::uint32_t kLz4RunSeqs = 8;
+inline constexpr std::uint32_t kLz4SegmentRuns = kLz4SegmentSeqs / kLz4RunSeqs;
+static_assert(kLz4SegmentSeqs % kLz4RunSeqs == 0, "whole runs");
+static_assert(std::uint64_t{kLz4SegmentOut} * 256 / 255 + 5 * std::uint64_t{kLz4SegmentSeqs} < 65536,
+              "a run's start fits 16 bits");
+struct Lz4Runs {
+  std::uint16_t seqs;
+  std::uint16_t at[kLz4SegmentRuns - 1];
+};
+
+// A walk's mark sink may also take the runs (Lz4Runs): sink.run(k, i, off) where sequence i (a
+// multiple of kLz4RunSeqs, >= kLz4RunSeqs) of segment k starts, `off` bytes of input after the
+// segment's first sequence, and sink.close(k, seqs) once segment k is complete. A sink without
+// them (a plain lambda) takes the marks alone. (A detection trait, not a requires-expression:
+// the CUDA sources compile as C++17.)
+template <class Mark, class = void>
+struct Lz4NotesRuns : std::false_type {};
+template <class Mark>
+struct Lz4NotesRuns<Mark, std::void_t<decltype(std::declval<Mark&>().run(0u, 0u, 0u)),
+                                      decltype(std::declval<Mark&>().close(0u, 0u))>> : std::true_type {};
+CS_HD_TEMPLATE
+template <class Mark>
+CS_HD inline void lz4_note_run(Mark& mark, std::uint32_t k, std::uint32_t i, std::uint32_t off) {
+  if constexpr (Lz4NotesRuns<Mark>::value) mark.run(k, i, off);
+}
+CS_HD_TEMPLATE
+template <class Mark>
+CS_HD inline void lz4_note_close(Mark& mark, std::uint32_t k, std::uint32_t seqs) {
+  if constexpr (Lz4NotesRuns<Mark>::value) mark.close(k, seqs);
+}
+// The runs' starts among tokens [from, stop) of a table walk's list (toks, window offsets from
+// `base`), which join segment k as its sequences seqs, seqs + 1, ... (`in`: the segment's first
+// sequence). A sink with run_range (the device's: the walking warp's lanes take a note each)
+// takes them at once; else run() each.
+template <class Mark, class = void>
+struct Lz4NotesRunRange : std::false_type {};
+template <class Mark>
+struct Lz4NotesRunRange<Mark, std::void_t<decltype(std::declval<Mark&>().run_range(
+                                  0u, 0u, static_cast<const std::uint16_t*>(nullptr), 0u, 0u, 0u, 0u))>>
+    : std::true_type {};
+CS_HD_TEMPLATE
+template <class Mark>
+CS_HD inline void lz4_note_runs(Mark& mark, std::uint32_t k, std::uint32_t seqs, const std::uint16_t* toks,
+                                std::uint32_t from, std::uint32_t stop, std::uint32_t base, std::uint32_t in) {
+  if constexpr (Lz4NotesRunRange<Mark>::value) {
+    mark.run_range(k, seqs, toks, from, stop, base, in);
+  } else if constexpr (Lz4NotesRuns<Mark>::value) {
+    for (std::uint32_t i = from + (kLz4RunSeqs - seqs % kLz4RunSeqs) % kLz4RunSeqs; i < stop; i += kLz4RunSeqs)
+      mark.run(k, seqs + (i - from), base + toks[i] - in);
+  }
+}
 
 // Segments a block of in_size bytes decoding to `size` bytes can have: every segment but the
 // last holds kLz4SegmentOut bytes of output or kLz4SegmentSeqs sequences, and a sequence takes
@@ -130,9 +194,10 @@ CS_HD inline DecodeStatus lz4_staged_next(Lz4StagedReader<Fill>& rd, std::uint32
   return lz4_read_sequence(rd, in_size, ip, op, size, s, last);
 }
 
-// The segment state of a walk: segments marked, where the open one starts, its sequences.
+// The segment state of a walk: segments marked, where the open one starts (output, input), its
+// sequences.
 struct Lz4SegmentMarks {
-  std::uint32_t count = 0, out = 0, seqs = 0;
+  std::uint32_t count = 0, out = 0, seqs = 0, in = 0;
 };
 
 // The serial rule before the sequence at (ip, op): a new segment if none is open, or the open one
@@ -144,10 +209,14 @@ CS_HD inline bool lz4_mark_before(Lz4SegmentMarks* m, std::uint32_t ip, std::uin
                                   Mark&& mark) {
   if (m->count == 0 || op - m->out >= kLz4SegmentOut || m->seqs >= kLz4SegmentSeqs) {
     if (m->count == max_segments) return false;
+    if (m->count != 0) lz4_note_close(mark, m->count - 1, m->seqs);
     mark(m->count, ip, op);
     ++m->count;
     m->out = op;
+    m->in = ip;
     m->seqs = 0;
+  } else if (m->seqs % kLz4RunSeqs == 0) {
+    lz4_note_run(mark, m->count - 1, m->seqs, ip - m->in);
   }
   ++m->seqs;
   return true;
@@ -205,6 +274,7 @@ CS_HD inline DecodeStatus lz4_segment_walk(Lz4StagedReader<Fill>& rd, std::uint3
     if (st != DecodeStatus::kOk) return st;
     if (last) break;
   }
+  if (m.count != 0) lz4_note_close(mark, m.count - 1, m.seqs);
   *segments = m.count;
   // short of the size the container promised: damaged (lz4_decode_exact_with)
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
@@ -550,15 +620,20 @@ CS_HD inline bool lz4_table_marks(const std::uint32_t* at, const std::uint16_t* 
         }
       }
       j = lo < by_seqs ? lo : by_seqs;
+      // tokens [from, j) join the open segment as its sequences seqs, seqs + 1, ...: the runs'
+      // starts among them
+      lz4_note_runs(mark, m->count - 1, m->seqs, toks, from, j < ok ? j : ok, base, m->in);
     }
     if (j >= ok) {
       m->seqs += ok - from;
       return true;
     }
     if (m->count == max_segments) return false;
+    if (m->count != 0) lz4_note_close(mark, m->count - 1, m->seqs + (j - from));
     mark(m->count, base + toks[j], at[j]);
     ++m->count;
     m->out = at[j];
+    m->in = base + toks[j];
     m->seqs = 1;
     from = j + 1;
   }
@@ -703,6 +778,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_table(Lz4StagedReader<Fill>& rd, Team
     if (st != DecodeStatus::kOk) return st;
     if (last) break;
   }
+  if (m.count != 0) lz4_note_close(mark, m.count - 1, m.seqs);
   *segments = m.count;
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }
@@ -807,6 +883,78 @@ CS_HD inline DecodeStatus lz4_segment_parse(Reader& rd, std::uint32_t in_size, s
     if (last) return ip == in_end ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
   }
   return ip == in_end ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
+}
+
+// ---- A segment's runs, parsed side by side (Lz4Runs) ----
+//
+// A worker lane takes a run: pass 1 (lz4_run_parse) parses its sequences from the run's start,
+// without output positions; the lanes' output lengths, summed in order, place the runs; pass 2
+// (lz4_run_place) checks each sequence against its output position. Together they check what
+// lz4_read_sequence checks for a sequence at its position (the statuses aside: a worker answers
+// kCorrupt for any failure, the walk having decided the block's status), so bytes that changed
+// since the walk still cannot make a worker read or write outside its buffers.
+
+// A sequence's literals: input offset and length.
+struct Lz4Literal {
+  std::uint32_t src;
+  std::uint32_t len;
+};
+
+// Pass 1 of a run: `count` sequences from input offset `start` of the block in[0, in_size),
+// which must end exactly at `stop`, the block's last sequence (literals only) only as the last
+// of them. lits[i] receives sequence i's literals, recs[i] its match's offset and length (0 for
+// the last sequence; dst is pass 2's), *out_len the run's output bytes. False where the parse
+// fails. lz4_read_sequence's output checks are given an output position and capacity far
+// beyond any block (2^40, 2^41), where they cannot fail: pass 2 makes them.
+CS_HD_TEMPLATE
+template <class Reader>
+CS_HD inline bool lz4_run_parse(Reader& in, std::uint32_t in_size, std::uint32_t start, std::uint32_t stop,
+                                std::uint32_t count, Lz4Literal* lits, Lz4MatchRecord* recs, std::uint32_t* out_len) {
+  constexpr std::size_t kFar = std::size_t{1} << 40;
+  std::size_t ip = start;
+  std::uint64_t sum = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    Lz4Sequence sq;
+    bool last = false;
+    if (lz4_read_sequence(in, in_size, &ip, kFar, 2 * kFar, &sq, &last) != DecodeStatus::kOk) return false;
+    if (last && i + 1 != count) return false;
+    lits[i] = Lz4Literal{static_cast<std::uint32_t>(sq.lit_src), static_cast<std::uint32_t>(sq.lit_len)};
+    recs[i] = Lz4MatchRecord{0, static_cast<std::uint32_t>(sq.match_offset), static_cast<std::uint32_t>(sq.match_len)};
+    sum += sq.lit_len + sq.match_len;
+  }
+  if (ip != stop || sum > 0xFFFFFFFFull) return false;
+  *out_len = static_cast<std::uint32_t>(sum);
+  return true;
+}
+
+// Pass 2 of a run placed at output position op of a block decoding to `size` bytes: every
+// literal and match inside the output, every offset within the output before its match (the
+// offset is not 0: pass 1 checked); recs[i].dst receives the match's output position (for the
+// last sequence, its literals' end). False where a check fails.
+CS_HD inline bool lz4_run_place(std::uint32_t size, std::uint64_t op, std::uint32_t count, const Lz4Literal* lits,
+                                Lz4MatchRecord* recs) {
+  for (std::uint32_t i = 0; i < count; ++i) {
+    op += lits[i].len;
+    if (op > size || recs[i].off > op) return false;
+    recs[i].dst = static_cast<std::uint32_t>(op);
+    op += recs[i].len;
+    if (op > size) return false;
+  }
+  return true;
+}
+
+// The runs of a segment of `seqs` sequences (1..kLz4SegmentSeqs): run r's sequences and start,
+// stop (`first`, the segment's first sequence; `end`, where the segment ends).
+CS_HD inline std::uint32_t lz4_run_count(std::uint32_t seqs) { return (seqs + kLz4RunSeqs - 1) / kLz4RunSeqs; }
+CS_HD inline std::uint32_t lz4_run_seqs(std::uint32_t seqs, std::uint32_t r) {
+  const std::uint32_t left = seqs - r * kLz4RunSeqs;
+  return left < kLz4RunSeqs ? left : kLz4RunSeqs;
+}
+CS_HD inline std::uint32_t lz4_run_start(const Lz4Runs& runs, std::uint32_t first, std::uint32_t r) {
+  return r == 0 ? first : first + runs.at[r - 1];
+}
+CS_HD inline std::uint32_t lz4_run_stop(const Lz4Runs& runs, std::uint32_t first, std::uint32_t end, std::uint32_t r) {
+  return r + 1 < lz4_run_count(runs.seqs) ? first + runs.at[r] : end;
 }
 
 }  // namespace cubestream::codec::logic

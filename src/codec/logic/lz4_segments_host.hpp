@@ -19,12 +19,40 @@ namespace cubestream::codec::logic {
 
 // Segment k of a walked block on the host: its literals written to `out`, its matches appended
 // to *recs in output order (the device keeps them in shared memory). kCorrupt where the parse
-// fails or the segment holds more matches than a warp keeps (kLz4SegmentSeqs).
+// fails or the segment holds more matches than a warp keeps (kLz4SegmentSeqs). With `runs` (the
+// walk's notes, Lz4Runs) and a segment they note, its runs are parsed one after another the way a
+// worker's lanes parse them side by side (lz4_run_parse, then lz4_run_place); else the segment is
+// parsed serially through a staged window, as the device does for segments without notes.
 inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint32_t n_in, std::uint8_t* out,
                                               std::uint32_t n_out, const Lz4Segment* segs, std::uint32_t count,
                                               std::uint32_t k, std::vector<std::uint8_t>& window,
-                                              std::vector<Lz4MatchRecord>* recs) {
+                                              std::vector<Lz4MatchRecord>* recs, const Lz4Runs* runs = nullptr) {
   const std::uint32_t end = k + 1 < count ? segs[k + 1].in : n_in;
+  if (runs != nullptr && runs[k].seqs != 0) {
+    const Lz4Runs& rk = runs[k];
+    if (rk.seqs > kLz4SegmentSeqs) return DecodeStatus::kCorrupt;
+    std::vector<Lz4Literal> lits(rk.seqs);
+    std::vector<Lz4MatchRecord> all(rk.seqs);
+    std::vector<std::uint32_t> lens(lz4_run_count(rk.seqs));
+    const std::uint8_t* reader = in;
+    for (std::uint32_t r = 0; r < lens.size(); ++r)
+      if (!lz4_run_parse(reader, n_in, lz4_run_start(rk, segs[k].in, r), lz4_run_stop(rk, segs[k].in, end, r),
+                         lz4_run_seqs(rk.seqs, r), lits.data() + r * kLz4RunSeqs, all.data() + r * kLz4RunSeqs,
+                         &lens[r]))
+        return DecodeStatus::kCorrupt;
+    std::uint64_t op = segs[k].out;
+    for (std::uint32_t r = 0; r < lens.size(); ++r) {
+      if (!lz4_run_place(n_out, op, lz4_run_seqs(rk.seqs, r), lits.data() + r * kLz4RunSeqs,
+                         all.data() + r * kLz4RunSeqs))
+        return DecodeStatus::kCorrupt;
+      op += lens[r];
+    }
+    for (std::uint32_t i = 0; i < rk.seqs; ++i) {
+      std::memcpy(out + all[i].dst - lits[i].len, in + lits[i].src, lits[i].len);
+      if (all[i].len != 0) recs->push_back(all[i]);
+    }
+    return DecodeStatus::kOk;
+  }
   Lz4StagedReader<Lz4MemcpyFill> rd{in, n_in, window.data(), window.size(), {}};
   const DecodeStatus st = lz4_segment_parse(rd, n_in, n_out, segs[k].in, end, segs[k].out,
                                             [&](const Lz4Sequence& s, std::uint32_t op) {
@@ -36,6 +64,18 @@ inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint3
                                             });
   return st != DecodeStatus::kOk || recs->size() > kLz4SegmentSeqs ? DecodeStatus::kCorrupt : DecodeStatus::kOk;
 }
+
+// A walk's mark sink on the host: the segments' starts, and their runs (Lz4Runs), in arrays of
+// the walk's bound.
+struct Lz4HostMarks {
+  Lz4Segment* segs;
+  Lz4Runs* runs;
+  void operator()(std::uint32_t k, std::uint32_t ip, std::uint32_t op) const { segs[k] = {ip, op}; }
+  void run(std::uint32_t k, std::uint32_t i, std::uint32_t off) const {
+    runs[k].at[i / kLz4RunSeqs - 1] = static_cast<std::uint16_t>(off);
+  }
+  void close(std::uint32_t k, std::uint32_t seqs) const { runs[k].seqs = static_cast<std::uint16_t>(seqs); }
+};
 
 // The match pass with pending bits (lz4_match_bits.hpp) over a walked block's segments, on the
 // host: each segment is a worker stepped through the device's stages (parse, literals and bits,
@@ -56,7 +96,8 @@ struct Lz4ReadyFirstStats {
 };
 inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::uint32_t n_in, std::uint8_t* out,
                                                  std::uint32_t n_out, const Lz4Segment* segs, std::uint32_t count,
-                                                 std::uint64_t seed, Lz4ReadyFirstStats* stats) {
+                                                 std::uint64_t seed, Lz4ReadyFirstStats* stats,
+                                                 const Lz4Runs* runs = nullptr) {
   std::vector<std::uint32_t> bits(lz4_bit_words(n_out));
   const auto load = [&](std::uint32_t w) { return bits[w]; };
   const auto mark = [&](const Lz4MatchRecord& m, bool pending) {
@@ -114,7 +155,8 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
       Worker& wk = w[k];
       switch (wk.stage) {
         case kParse: {
-          if (lz4_segment_literals_host(in, n_in, out, n_out, segs, count, k, window, &wk.recs) != DecodeStatus::kOk)
+          if (lz4_segment_literals_host(in, n_in, out, n_out, segs, count, k, window, &wk.recs, runs) !=
+              DecodeStatus::kOk)
             return DecodeStatus::kCorrupt;
           for (const Lz4MatchRecord& m : wk.recs) mark(m, true);
           counts.matches += wk.recs.size();
@@ -225,10 +267,15 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
   const auto n_in = static_cast<std::uint32_t>(in_size), n_out = static_cast<std::uint32_t>(size);
   std::vector<Lz4Segment> segs(lz4_segment_bound(in_size, size) +
                                (split_region != 0 ? lz4_split_extra_slots(in_size, split_region) : 0));
+  // the walks note each segment's runs (the split walk does not: its segments keep seqs 0 and
+  // are parsed serially, as on the device)
+  std::vector<Lz4Runs> runs(segs.size(), Lz4Runs{});
   std::uint32_t count = 0;
   std::uint32_t rounds = 0;
-  const auto mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { segs[k] = {ip, op}; };
-  if (split_region != 0 && lz4_split_walk_host(in, n_in, n_out, split_region, segs.size(), mark, &count, &rounds)) {
+  const auto split_mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { segs[k] = {ip, op}; };
+  const Lz4HostMarks mark{segs.data(), runs.data()};
+  if (split_region != 0 &&
+      lz4_split_walk_host(in, n_in, n_out, split_region, segs.size(), split_mark, &count, &rounds)) {
     if (split != nullptr) *split = true;
   } else {
     std::vector<std::uint8_t> window(walk_window);
@@ -262,14 +309,16 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
   }
   if (matches == Lz4Matches::kReadyFirst) {
     Lz4ReadyFirstStats st;
-    const DecodeStatus rs = lz4_ready_first_matches_host(in, n_in, out, n_out, segs.data(), count, seed, &st);
+    const DecodeStatus rs =
+        lz4_ready_first_matches_host(in, n_in, out, n_out, segs.data(), count, seed, &st, runs.data());
     if (groups != nullptr) *groups = st.groups;
     return rs;
   }
   std::vector<std::vector<Lz4MatchRecord>> recs(count);
   std::vector<std::uint8_t> window(kLz4SegmentWindow);
   for (std::uint32_t k = count; k-- > 0;)
-    if (lz4_segment_literals_host(in, n_in, out, n_out, segs.data(), count, k, window, &recs[k]) != DecodeStatus::kOk)
+    if (lz4_segment_literals_host(in, n_in, out, n_out, segs.data(), count, k, window, &recs[k], runs.data()) !=
+        DecodeStatus::kOk)
       return DecodeStatus::kCorrupt;
   std::vector<std::uint8_t> bytes;
   std::uint64_t n_groups = 0;

@@ -207,6 +207,7 @@ CS_HD inline DecodeStatus lz4_segment_walk_pipelined(Lz4StagedReader<Fill>& rd, 
     if (st != DecodeStatus::kOk) return st;
     if (last) break;
   }
+  if (m.count != 0) lz4_note_close(mark, m.count - 1, m.seqs);
   *segments = m.count;
   return op == size ? DecodeStatus::kOk : DecodeStatus::kCorrupt;
 }

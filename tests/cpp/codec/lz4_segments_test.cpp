@@ -112,6 +112,7 @@ struct Walked {
   DecodeStatus status;
   std::uint32_t count = 0;
   std::vector<logic::Lz4Segment> marks;
+  std::vector<logic::Lz4Runs> runs;      // the runs each segment's walk noted (Lz4Runs)
   std::uint64_t stages = 0, aheads = 0;  // tables staged at the walk's position; windows filled ahead
   std::uint64_t posted = 0, synced = 0;  // token passes posted with a job; run at once
 };
@@ -254,10 +255,29 @@ Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk
   std::vector<std::uint8_t> win(window), win2(window);
   logic::Lz4StagedReader<CheckedFill> rd{src.get(), enc.size(), win.data(), window, {}};
   const std::size_t bound = logic::lz4_segment_bound(enc.size(), size);
-  const auto mark = [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
-    EXPECT_EQ(k, w.marks.size());
-    w.marks.push_back({ip, op});
-  };
+  // the marks in order, and the runs: a run's start only in the open segment, each segment
+  // closed once, after its marks and before the next segment's
+  struct Sink {
+    Walked& w;
+    void operator()(std::uint32_t k, std::uint32_t ip, std::uint32_t op) const {
+      EXPECT_EQ(k, w.marks.size());
+      EXPECT_TRUE(k == 0 || w.runs[k - 1].seqs != 0) << "segment " << k - 1 << " not closed before mark " << k;
+      w.marks.push_back({ip, op});
+      w.runs.push_back(logic::Lz4Runs{});
+    }
+    void run(std::uint32_t k, std::uint32_t i, std::uint32_t off) const {
+      ASSERT_EQ(k + 1, w.marks.size()) << "a run noted outside the open segment";
+      ASSERT_TRUE(i % logic::kLz4RunSeqs == 0 && i >= logic::kLz4RunSeqs && i < logic::kLz4SegmentSeqs) << i;
+      w.runs[k].at[i / logic::kLz4RunSeqs - 1] = static_cast<std::uint16_t>(off);
+      EXPECT_LT(off, 65536u);
+    }
+    void close(std::uint32_t k, std::uint32_t seqs) const {
+      ASSERT_LT(k, w.runs.size());
+      EXPECT_EQ(w.runs[k].seqs, 0u) << "segment " << k << " closed twice";
+      ASSERT_TRUE(seqs >= 1 && seqs <= logic::kLz4SegmentSeqs) << seqs;
+      w.runs[k].seqs = static_cast<std::uint16_t>(seqs);
+    }
+  } mark{w};
   const auto in_n = static_cast<std::uint32_t>(enc.size()), out_n = static_cast<std::uint32_t>(size);
   if (kind == logic::Lz4Walk::kSerial) {
     w.status = logic::lz4_segment_walk(rd, in_n, out_n, bound, mark, &w.count);
@@ -307,8 +327,32 @@ Walked walk(const Buf& enc, std::size_t size, std::size_t window, logic::Lz4Walk
   return w;
 }
 
+// The runs a walk noted against the sequences themselves (lz4_read_sequence from each mark): a
+// segment's count, and the input offset of every kLz4RunSeqs-th sequence from its first. Only for
+// a walk that accepted the block (a failed walk closes no segment after its last mark).
+void expect_runs_as_parsed(const Buf& enc, std::size_t size, const Walked& w, const std::string& what) {
+  if (w.status != DecodeStatus::kOk) return;
+  ASSERT_EQ(w.runs.size(), w.marks.size()) << what;
+  for (std::size_t k = 0; k < w.marks.size(); ++k) {
+    const std::size_t end = k + 1 < w.marks.size() ? w.marks[k + 1].in : enc.size();
+    std::size_t ip = w.marks[k].in, op = w.marks[k].out;
+    std::uint32_t i = 0;
+    for (; ip < end; ++i) {
+      if (i % logic::kLz4RunSeqs == 0 && i != 0)
+        ASSERT_EQ(w.runs[k].at[i / logic::kLz4RunSeqs - 1], ip - w.marks[k].in) << what << " segment " << k << " run " << i;
+      logic::Lz4Sequence sq;
+      bool last = false;
+      const std::uint8_t* bytes = enc.data();
+      ASSERT_EQ(logic::lz4_read_sequence(bytes, enc.size(), &ip, op, size, &sq, &last), DecodeStatus::kOk);
+      op += sq.lit_len + sq.match_len;
+    }
+    ASSERT_EQ(w.runs[k].seqs, i) << what << " segment " << k;
+  }
+}
+
 void expect_same_walk(const Buf& enc, std::size_t size, std::size_t window, const std::string& what) {
   const Walked a = walk(enc, size, window, logic::Lz4Walk::kSerial);
+  expect_runs_as_parsed(enc, size, a, what + " (serial)");
   for (const logic::Lz4Walk kind :
        {logic::Lz4Walk::kTable, logic::Lz4Walk::kTableAhead, logic::Lz4Walk::kTablePipeline}) {
     const Walked b = walk(enc, size, window, kind);
@@ -321,6 +365,10 @@ void expect_same_walk(const Buf& enc, std::size_t size, std::size_t window, cons
     for (std::size_t k = 0; k < a.marks.size(); ++k) {
       ASSERT_EQ(a.marks[k].in, b.marks[k].in) << how << " mark " << k;
       ASSERT_EQ(a.marks[k].out, b.marks[k].out) << how << " mark " << k;
+      // the same runs (entries past a segment's last run are never written: both 0)
+      ASSERT_EQ(a.runs[k].seqs, b.runs[k].seqs) << how << " segment " << k;
+      for (std::uint32_t r = 0; r + 1 < logic::kLz4SegmentRuns; ++r)
+        ASSERT_EQ(a.runs[k].at[r], b.runs[k].at[r]) << how << " segment " << k << " run " << r + 1;
     }
   }
 }
@@ -345,6 +393,78 @@ TEST(Lz4Segments, TableWalkMarksWhatTheSerialWalkMarks) {
   for (std::size_t window : windows) expect_same_walk(liblz4_block(mixed, 0), mixed.size(), window, "runs");
   const Buf zeros(3000000, 0);
   expect_same_walk(liblz4_block(zeros, 0), zeros.size(), 8192, "zeros");
+}
+
+// A segment's runs decode it like its serial parse; notes that disagree with the bytes (as if the
+// input changed after the walk) give kCorrupt, never a read or write outside the exact-size
+// buffers (the ASan build).
+TEST(Lz4Segments, RunsDecodeLikeTheSerialParseAndNotesThatLieAreCorrupt) {
+  for (const auto& kind : kDataKinds) {
+    const Buf src = kind.make(300000);
+    const Buf enc = liblz4_block(src, 0);
+    const Walked w = walk(enc, src.size(), 8192, logic::Lz4Walk::kTable);
+    ASSERT_EQ(w.status, DecodeStatus::kOk) << kind.name;
+    const std::unique_ptr<std::uint8_t[]> in = exact_copy(enc);
+    const auto n_in = static_cast<std::uint32_t>(enc.size()), n_out = static_cast<std::uint32_t>(src.size());
+    std::vector<std::uint8_t> window(logic::kLz4SegmentWindow);
+    std::unique_ptr<std::uint8_t[]> serial(new std::uint8_t[n_out]), runs(new std::uint8_t[n_out]);
+    std::uint64_t multi = 0;
+    for (std::uint32_t k = 0; k < w.count; ++k) {
+      std::vector<logic::Lz4MatchRecord> a, b;
+      ASSERT_EQ(logic::lz4_segment_literals_host(in.get(), n_in, serial.get(), n_out, w.marks.data(), w.count, k,
+                                                 window, &a),
+                DecodeStatus::kOk);
+      ASSERT_EQ(logic::lz4_segment_literals_host(in.get(), n_in, runs.get(), n_out, w.marks.data(), w.count, k,
+                                                 window, &b, w.runs.data()),
+                DecodeStatus::kOk)
+          << kind.name << " segment " << k;
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        ASSERT_EQ(a[i].dst, b[i].dst);
+        ASSERT_EQ(a[i].off, b[i].off);
+        ASSERT_EQ(a[i].len, b[i].len);
+      }
+      const std::uint32_t seqs = w.runs[k].seqs;
+      if (seqs <= logic::kLz4RunSeqs) continue;
+      ++multi;
+      // one note wrong at a time
+      std::vector<logic::Lz4Runs> lie(w.runs);
+      const auto corrupt = [&](const char* how) {
+        std::vector<logic::Lz4MatchRecord> c;
+        EXPECT_EQ(logic::lz4_segment_literals_host(in.get(), n_in, runs.get(), n_out, w.marks.data(), w.count, k,
+                                                   window, &c, lie.data()),
+                  DecodeStatus::kCorrupt)
+            << kind.name << " segment " << k << ": " << how;
+        lie = w.runs;
+      };
+      lie[k].at[0] += 1;
+      corrupt("a run starts a byte late");
+      lie[k].at[0] -= 1;
+      corrupt("a run starts a byte early");
+      lie[k].seqs = static_cast<std::uint16_t>(seqs - 1);
+      corrupt("a sequence fewer");
+      if (seqs < logic::kLz4SegmentSeqs) {
+        lie[k].seqs = static_cast<std::uint16_t>(seqs + 1);
+        corrupt("a sequence more");
+      }
+      lie[k].seqs = static_cast<std::uint16_t>(logic::kLz4SegmentSeqs + 1);
+      corrupt("more sequences than a segment holds");
+      lie[k].at[0] = 0xFFFF;
+      corrupt("a run past the block");
+    }
+    if (std::string(kind.name) != "random") EXPECT_GT(multi, 0u) << kind.name;  // (random: one literal run)
+    // the literals in place: every byte outside the matches as the serial parse wrote it
+    std::vector<bool> match(n_out, false);
+    for (std::uint32_t k = 0; k < w.count; ++k) {
+      std::vector<logic::Lz4MatchRecord> a;
+      ASSERT_EQ(logic::lz4_segment_literals_host(in.get(), n_in, serial.get(), n_out, w.marks.data(), w.count, k,
+                                                 window, &a),
+                DecodeStatus::kOk);
+      for (const auto& m : a) std::fill(match.begin() + m.dst, match.begin() + m.dst + m.len, true);
+    }
+    for (std::uint32_t i = 0; i < n_out; ++i)
+      if (!match[i]) ASSERT_EQ(serial[i], runs[i]) << kind.name << " byte " << i;
+  }
 }
 
 // With the window ahead, the walk takes almost every table from the window filled ahead: a
