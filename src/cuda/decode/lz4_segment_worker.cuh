@@ -58,53 +58,16 @@ __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& 
     if (k < m.len) out[m.dst + k] = v[k];
 }
 
-// The literals of c <= 32 just parsed sequences: lane u holds sequence u's literal source (in
-// `in`), length and output position. Copied one sequence after another (lane_copy_forward), each
-// copy waits for its own loads, an L2 round trip (another warp's walk, or this warp's window
-// fill, read those bytes last), and on the era5-like chunks (52 literal bytes a sequence, 256
-// sequences a segment) those waits were most of a segment's parse: ncu put 28 % of the fused
-// kernel's stall samples on lane_copy.hpp's byte loop (session 34), and the timeline (session 35)
-// showed the workers, not the walks, setting the batches' time. So kLitGroup sequences at a time:
-// a round loads kLitLaneBytes bytes a lane of each of them, then stores them; a group takes more
-// rounds while one of its literals is longer. The input is only read during the launch, so its
-// loads may take the read-only path (__ldg) and need not wait for the stores before them.
+// The literals of c <= 32 parsed sequences (lane u holds sequence u's literal source in `in`,
+// length and output position), one sequence after another. (Loading a group of 8 sequences'
+// literals before storing them, session 35, measured 3 % slower on the era5-like batch with the
+// serial parse and 10 % slower with the runs' parse: docs/gpu_decoders.md.)
 __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::uint32_t my_src, std::uint32_t my_lit,
                               std::uint32_t my_op, std::uint32_t c, unsigned lane) {
-  if constexpr (kLitGroup == 0) {
-    for (std::uint32_t u = 0; u < c; ++u) {
-      const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
-      const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
-      logic::lane_copy_forward(out + at, in + from, lit, lane);
-    }
-  } else {
-    // (kLitGroup = 0 compiles this branch too, though it never runs: groups of one then)
-    constexpr std::uint32_t kG = kLitGroup == 0 ? 1 : kLitGroup, kRound = 32 * kLitLaneBytes;
-    const std::uint32_t lit = lane < c ? my_lit : 0u;
-    for (std::uint32_t u0 = 0; u0 < c; u0 += kG) {
-      // the group's longest literal: every lane the same, so the rounds stay warp-uniform
-      const std::uint32_t longest = __reduce_max_sync(kFullMask, lane - u0 < kG ? lit : 0u);
-      for (std::uint32_t at = 0; at < longest; at += kRound) {
-        std::uint8_t v[kG][kLitLaneBytes];
-#pragma unroll
-        for (std::uint32_t q = 0; q < kG; ++q) {
-          const std::uint32_t from = __shfl_sync(kFullMask, my_src, u0 + q), len = __shfl_sync(kFullMask, lit, u0 + q);
-#pragma unroll
-          for (std::uint32_t b = 0; b < kLitLaneBytes; ++b) {
-            const std::uint32_t k = at + lane + 32 * b;
-            v[q][b] = k < len ? __ldg(in + from + k) : std::uint8_t{0};
-          }
-        }
-#pragma unroll
-        for (std::uint32_t q = 0; q < kG; ++q) {
-          const std::uint32_t to = __shfl_sync(kFullMask, my_op, u0 + q), len = __shfl_sync(kFullMask, lit, u0 + q);
-#pragma unroll
-          for (std::uint32_t b = 0; b < kLitLaneBytes; ++b) {
-            const std::uint32_t k = at + lane + 32 * b;
-            if (k < len) out[to + k] = v[q][b];
-          }
-        }
-      }
-    }
+  for (std::uint32_t u = 0; u < c; ++u) {
+    const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
+    const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
+    logic::lane_copy_forward(out + at, in + from, lit, lane);
   }
 }
 
@@ -253,15 +216,69 @@ __device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logi
 }
 
 // A segment worker's staged input is logic::kLz4SegmentWindow (1 KiB, not warp_copy.cuh's 2 KiB;
-// why in codec/logic/lz4_segments.hpp). In the fused kernel this shares a union with TableShared (~44 KiB
-// with the window ahead), which sets the block's shared memory; SegmentShared is 32 KiB.
+// why in codec/logic/lz4_segments.hpp), for a segment parsed serially; a segment parsed in runs
+// reads the input directly and keeps its literals (source, length) where the window was. In the
+// fused kernel this shares a union with TableShared (~44 KiB with the window ahead), which sets
+// the block's shared memory; SegmentShared is 40 KiB (32 KiB with -DCS_LZ4_RUNS=0).
 static_assert(logic::kLz4SegmentWindow >= logic::kLz4FastSpan + 16 && logic::kLz4SegmentWindow % 16 == 0,
               "segment window");
 struct SegmentShared {
-  alignas(16) std::uint8_t windows[kSegWarps][logic::kLz4SegmentWindow];
+  union Staging {
+    alignas(16) std::uint8_t window[logic::kLz4SegmentWindow];
+    logic::Lz4Literal lits[kRunsOn ? logic::kLz4SegmentSeqs : 1];
+  };
+  Staging staging[kSegWarps];
   logic::Lz4MatchRecord records[kSegWarps][logic::kLz4SegmentSeqs];
 };
 static_assert(sizeof(SegmentShared) <= 48 * 1024, "static shared memory (CS_LZ4_SEGMENT_SEQS too large)");
+
+// The input through the read-only path: it does not change during the launch.
+struct LdgReader {
+  const std::uint8_t* p;
+  __device__ std::uint8_t operator[](std::size_t i) const { return __ldg(p + i); }
+};
+
+// A segment of `seqs` sequences (its walk's runs notes `runs`) parsed in runs, lane r of the
+// warp taking run r (then r + 32, ...): pass 1 (lz4_run_parse) straight from the input, the
+// runs' output lengths scanned across the lanes in order, pass 2 (lz4_run_place) at each run's
+// output position. lits[i] and recs[i] receive sequence i (recs[i].dst its match's output
+// position). False (every lane) where any run fails: the segment is then corrupt. A lane's
+// run is ~8 sequences of dependent loads (token, lengths, offset) from L2, where the serial
+// parse was the segment's ~256 sequences at ~450 cycles each (the walk's cost, a dependent
+// chain of shared loads and branches).
+__device__ bool parse_runs(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, const logic::Lz4Runs* runs,
+                           const logic::Lz4Segment& seg, std::uint32_t end, std::uint32_t seqs,
+                           logic::Lz4Literal* lits, logic::Lz4MatchRecord* recs, unsigned lane) {
+  if (seqs > logic::kLz4SegmentSeqs) return false;
+  const std::uint32_t n = logic::lz4_run_count(seqs);
+  unsigned long long op = seg.out;
+  for (std::uint32_t r0 = 0; r0 < n; r0 += 32) {
+    const std::uint32_t r = r0 + lane;
+    const std::uint32_t count = r < n ? logic::lz4_run_seqs(seqs, r) : 0u;
+    std::uint32_t len = 0;
+    bool ok = true;
+    if (r < n) {
+      const std::uint32_t start = r == 0 ? seg.in : seg.in + runs->at[r - 1];
+      const std::uint32_t stop = r + 1 < n ? seg.in + runs->at[r] : end;
+      LdgReader rd{in};
+      ok = logic::lz4_run_parse(rd, in_size, start, stop, count, lits + r * logic::kLz4RunSeqs,
+                                recs + r * logic::kLz4RunSeqs, &len);
+    }
+    // each run's output position: the lengths before it (an inclusive scan, less its own)
+    unsigned long long x = ok ? len : 0u;
+#pragma unroll
+    for (unsigned d = 1; d < 32; d <<= 1) {
+      const unsigned long long y = __shfl_up_sync(kFullMask, x, d);
+      if (lane >= d) x += y;
+    }
+    if (r < n && ok)
+      ok = logic::lz4_run_place(size, op + x - len, count, lits + r * logic::kLz4RunSeqs,
+                                recs + r * logic::kLz4RunSeqs);
+    if (!__all_sync(kFullMask, ok)) return false;
+    op += __shfl_sync(kFullMask, x, 31);
+  }
+  return true;
+}
 
 // The next pushed segment for this warp (lane 0 waits; every lane gets it), or 0 once every walk
 // has ended and the queue holds no more.
@@ -320,41 +337,66 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     const logic::Lz4Segment seg = s.segs[base + k];
     const std::uint32_t end = last_segment ? in_size : s.segs[base + k + 1].in;
 
-    // parse and literals, 32 sequences at a time (lane c keeps sequence c), matches to records
-    logic::Lz4StagedReader<WarpFill> rd{in, in_size, sh.windows[warp], logic::kLz4SegmentWindow, WarpFill{lane}};
-    std::size_t ip = seg.in;
-    std::uint32_t op = seg.out, nrec = 0;
-    bool bad = false, last = false;
-    while (ip < end && !bad && !last) {
-      std::uint32_t my_src = 0, my_lit = 0, my_op = 0, my_off = 0, my_len = 0, c = 0;
-      for (; c < 32 && ip < end; ++c) {
-        logic::Lz4Sequence sq;
-        if (logic::lz4_staged_next(rd, in_size, size, &ip, op, &sq, &last) != DecodeStatus::kOk) {
-          bad = true;
-          break;
+    // the segment's sequences: in runs where its walk noted them (not the split walk's, which
+    // a buffer has where paced[j] holds its count), else one after another
+    const std::uint32_t seqs =
+        kRunsOn && (s.split_region == 0 || s.paced[j] == 0) ? s.runs[base + k].seqs : 0u;
+    std::uint32_t nrec = 0;
+    bool bad = false;
+    if (kRunsOn && seqs != 0) {
+      logic::Lz4Literal* lits = sh.staging[warp].lits;
+      bad = !parse_runs(in, in_size, size, s.runs + base + k, seg, end, seqs, lits, recs, lane);
+      __syncwarp();  // every lane's records before the lanes read each other's
+      if (!bad) {
+        // literals, 32 sequences at a time (lane c keeps sequence c); every sequence but the
+        // block's last (literals only, and then the segment's last) has a match, in order
+        for (std::uint32_t u0 = 0; u0 < seqs; u0 += 32) {
+          const std::uint32_t u = u0 + lane, c = seqs - u0 < 32 ? seqs - u0 : 32u;
+          const logic::Lz4Literal lit = u < seqs ? lits[u] : logic::Lz4Literal{0, 0};
+          const std::uint32_t dst = u < seqs ? recs[u].dst - lit.len : 0u;
+          copy_literals(out, in, lit.src, lit.len, dst, c, lane);
         }
-        if (lane == c) {
-          my_src = static_cast<std::uint32_t>(sq.lit_src);
-          my_lit = static_cast<std::uint32_t>(sq.lit_len);
-          my_op = op;
-          my_off = static_cast<std::uint32_t>(sq.match_offset);
-          my_len = static_cast<std::uint32_t>(sq.match_len);
-        }
-        op += static_cast<std::uint32_t>(sq.lit_len + sq.match_len);
-        if (last) {
-          ++c;
-          break;
-        }
+        nrec = recs[seqs - 1].len == 0 ? seqs - 1 : seqs;
       }
-      copy_literals(out, in, my_src, my_lit, my_op, c, lane);
-      const bool has = lane < c && my_len != 0;
-      const unsigned mask = __ballot_sync(kFullMask, has);
-      const std::uint32_t idx = nrec + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)));
-      if (has && idx < logic::kLz4SegmentSeqs) recs[idx] = logic::Lz4MatchRecord{my_op + my_lit, my_off, my_len};
-      nrec += static_cast<std::uint32_t>(__popc(mask));
+    } else {
+      // parse and literals, 32 sequences at a time (lane c keeps sequence c), matches to records
+      logic::Lz4StagedReader<WarpFill> rd{in, in_size, sh.staging[warp].window, logic::kLz4SegmentWindow,
+                                          WarpFill{lane}};
+      std::size_t ip = seg.in;
+      std::uint32_t op = seg.out;
+      bool last = false;
+      while (ip < end && !bad && !last) {
+        std::uint32_t my_src = 0, my_lit = 0, my_op = 0, my_off = 0, my_len = 0, c = 0;
+        for (; c < 32 && ip < end; ++c) {
+          logic::Lz4Sequence sq;
+          if (logic::lz4_staged_next(rd, in_size, size, &ip, op, &sq, &last) != DecodeStatus::kOk) {
+            bad = true;
+            break;
+          }
+          if (lane == c) {
+            my_src = static_cast<std::uint32_t>(sq.lit_src);
+            my_lit = static_cast<std::uint32_t>(sq.lit_len);
+            my_op = op;
+            my_off = static_cast<std::uint32_t>(sq.match_offset);
+            my_len = static_cast<std::uint32_t>(sq.match_len);
+          }
+          op += static_cast<std::uint32_t>(sq.lit_len + sq.match_len);
+          if (last) {
+            ++c;
+            break;
+          }
+        }
+        copy_literals(out, in, my_src, my_lit, my_op, c, lane);
+        const bool has = lane < c && my_len != 0;
+        const unsigned mask = __ballot_sync(kFullMask, has);
+        const std::uint32_t idx = nrec + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)));
+        if (has && idx < logic::kLz4SegmentSeqs) recs[idx] = logic::Lz4MatchRecord{my_op + my_lit, my_off, my_len};
+        nrec += static_cast<std::uint32_t>(__popc(mask));
+      }
+      // the walk accepted the segment, so the parse meets the next segment's start exactly
+      bad = bad || ip != end || nrec > logic::kLz4SegmentSeqs;
     }
-    // the walk accepted the segment, so the parse meets the next segment's start exactly
-    if (bad || ip != end || nrec > logic::kLz4SegmentSeqs) {
+    if (bad) {
       if (lane == 0) fail_status(b.status + j, DecodeStatus::kCorrupt);
       nrec = 0;
     }

@@ -66,7 +66,9 @@ Layout layout(std::size_t n) {
   l.slots = l.paced + align_up(n * sizeof(std::uint32_t));
   return l;
 }
-constexpr std::size_t kSlotBytes = sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + sizeof(std::uint32_t);
+constexpr std::size_t kSlotBytes =
+    sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + sizeof(logic::Lz4Runs) + sizeof(std::uint32_t);
+static_assert(sizeof(logic::Lz4Runs) % 4 == 0, "the flags after the runs stay aligned");
 // Header bytes the enqueue zeroes (the counters of Lz4SegmentScratch).
 constexpr std::size_t kHeaderCounters = 56;
 // Words of pending bits for a batch of n buffers decoding to `total` bytes (lz4_bit_words each).
@@ -81,9 +83,10 @@ __global__ void __launch_bounds__(32 * kWalkWarps) lz4_walk_kernel(DeviceBatch b
   if (w >= b.num_buffers) return;
   walk_buffer(b, order[w], s, lane,
               [&](const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size, std::size_t bound, auto&& mark,
-                  std::uint32_t* count, WalkSlots&) {
+                  std::uint32_t* count, WalkSlots& slots) {
                 logic::Lz4StagedReader<WarpFill> rd{in, in_size, windows[warp], kWalkWindow, WarpFill{lane}};
-                return logic::lz4_segment_walk(rd, in_size, size, bound, mark, count);
+                auto sink = mark_sink(mark, slots.runs, lane);
+                return logic::lz4_segment_walk(rd, in_size, size, bound, sink, count);
               });
 }
 
@@ -189,8 +192,13 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   const std::size_t slots = l.slots + bits_bytes;
   s.capacity = (bytes - slots) / kSlotBytes;
   s.queue = reinterpret_cast<unsigned long long*>(p + slots);
-  s.segs = reinterpret_cast<logic::Lz4Segment*>(p + slots + s.capacity * sizeof(unsigned long long));
-  s.flags = reinterpret_cast<std::uint32_t*>(p + slots + s.capacity * (sizeof(unsigned long long) + sizeof(logic::Lz4Segment)));
+  // queue entries, segments, runs, flags: each array's elements aligned (8, 8, 2, 4 bytes)
+  std::size_t at = slots + s.capacity * sizeof(unsigned long long);
+  s.segs = reinterpret_cast<logic::Lz4Segment*>(p + at);
+  at += s.capacity * sizeof(logic::Lz4Segment);
+  s.runs = reinterpret_cast<logic::Lz4Runs*>(p + at);
+  at += s.capacity * sizeof(logic::Lz4Runs);
+  s.flags = reinterpret_cast<std::uint32_t*>(p + at);
   s.ready_first = s.bits_words != 0;
   return s;
 }

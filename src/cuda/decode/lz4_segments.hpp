@@ -44,6 +44,9 @@ struct Lz4SegmentScratch {
   unsigned long long bits_words;
   unsigned long long* queue;         // capacity: pushed segments (queue_entry), 0 until pushed
   codec::logic::Lz4Segment* segs;    // capacity slots: where each segment starts
+  codec::logic::Lz4Runs* runs;       // capacity slots: the segment's runs as its walk noted them
+                                     // (seqs 0 for the split walk's), which workers parse side
+                                     // by side (codec/logic/lz4_segments.hpp, Lz4Runs)
   std::uint32_t* flags;              // capacity slots: 0 when pushed, 1 once the segment's
                                      // literals and pending bits are in place (buffers with
                                      // bits), 2 once all its bytes are

@@ -59,23 +59,13 @@ constexpr std::uint32_t kTableTokens = 1024;
 constexpr unsigned kTableWarps = 8;
 static_assert(kTableWindow >= logic::kLz4TableWindowMin && kTableWindow <= logic::kLz4TableWindowMax, "table window");
 constexpr unsigned kSegWarps = 8;
-// A worker copies the literals of its 32 parsed sequences kLitGroup at a time, every load of a
-// group before its stores (copy_literals, lz4_segment_worker.cuh); a round of a group covers
-// kLitLaneBytes bytes a lane of each literal (32 x that), longer literals take more rounds. Eight
-// loads in flight a lane (8 x 1 or 4 x 2) leave ptxas's spill as it was (112 / 128 bytes in the
-// default fused kernel); 8 x 2 spills 202 / 328.
-// -DCS_LZ4_LIT_GROUP=0: one sequence after another, each copy waiting on its own loads (the
-// code before session 35).
-#ifndef CS_LZ4_LIT_GROUP
-#define CS_LZ4_LIT_GROUP 8
+// The walks note each segment's runs and the workers parse them side by side, a lane a run
+// (codec/logic/lz4_segments.hpp, Lz4Runs; session 35). -DCS_LZ4_RUNS=0: no notes, and each
+// worker parses its segment one sequence after another, as before.
+#ifndef CS_LZ4_RUNS
+#define CS_LZ4_RUNS 1
 #endif
-#ifndef CS_LZ4_LIT_LANE_BYTES
-#define CS_LZ4_LIT_LANE_BYTES 1
-#endif
-constexpr std::uint32_t kLitGroup = CS_LZ4_LIT_GROUP;
-constexpr std::uint32_t kLitLaneBytes = CS_LZ4_LIT_LANE_BYTES;
-static_assert(kLitGroup <= 32 && (kLitGroup == 0 || 32 % kLitGroup == 0), "literal groups split the 32 sequences");
-static_assert(kLitLaneBytes >= 1 && kLitLaneBytes <= 8, "literal bytes a lane a round");
+constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
 // The chain's wait on the segment before sleeps 64 ns a poll, doubling up to this (ns): each
 // poll is ~5 instructions of issue slots the SM's other warps could use (the wait was ~26 % of
 // the instructions executed in session 34's ncu).

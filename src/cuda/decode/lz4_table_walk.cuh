@@ -534,13 +534,14 @@ __device__ void table_walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4
                     sh.marks.handed = k + 1;
                   }
                 };
+                auto sink = mark_sink(note_mark, slots.runs, lane);
                 DecodeStatus st;
                 if constexpr (kTablePipeline) {
                   st = logic::lz4_segment_walk_pipelined(rd, team, sh.toks, kTableTokens, sh.at, lane == 0,
-                                                         in_size, size, bound, note_mark, count);
+                                                         in_size, size, bound, sink, count);
                 } else {
                   st = logic::lz4_segment_walk_table(rd, team, sh.toks, kTableTokens, sh.at, lane == 0, in_size,
-                                                     size, bound, note_mark, count);
+                                                     size, bound, sink, count);
                 }
                 if constexpr (kMarkRingOn) {  // every mark pushed before walk_buffer pushes the last segment
                   join();

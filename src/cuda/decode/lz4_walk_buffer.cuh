@@ -26,9 +26,47 @@ namespace {
 struct WalkSlots {
   std::size_t buffer;
   logic::Lz4Segment* segs;
+  logic::Lz4Runs* runs;
   std::uint32_t* flags;
   bool pushed;
 };
+
+// A walk's mark sink that also notes the runs (lz4_note_run, lz4_note_runs, lz4_note_close)
+// into the buffer's slots. Every lane of the walking warp calls it alike: a table walk's notes
+// among a token list go a lane each (run_range; lane 0 alone had ~19 notes a window in turn on
+// warp 0's path, and one era5-like chunk alone took 12 % longer, session 35), a serial step's
+// (run) and the segment's count (close) by lane 0. close() meets the warp first, so every lane's
+// notes of the segment come before lane 0's count and before the segment's push, which lane 0
+// makes after them, or a helper after a barrier warp 0 passed since (the push's release covers
+// them, as it covers the segment's slot). With kRunsOn false, the marks alone.
+template <class Mark>
+struct MarkRuns {
+  Mark& mark;
+  logic::Lz4Runs* runs;
+  unsigned lane;
+  __device__ void operator()(std::uint32_t k, std::uint32_t ip, std::uint32_t op) const { mark(k, ip, op); }
+  __device__ void run(std::uint32_t k, std::uint32_t i, std::uint32_t off) const {
+    if (lane == 0) runs[k].at[i / logic::kLz4RunSeqs - 1] = static_cast<std::uint16_t>(off);
+  }
+  __device__ void run_range(std::uint32_t k, std::uint32_t seqs, const std::uint16_t* toks, std::uint32_t from,
+                            std::uint32_t stop, std::uint32_t base, std::uint32_t in) const {
+    const std::uint32_t first = from + (logic::kLz4RunSeqs - seqs % logic::kLz4RunSeqs) % logic::kLz4RunSeqs;
+    for (std::uint32_t i = first + logic::kLz4RunSeqs * lane; i < stop; i += 32 * logic::kLz4RunSeqs)
+      runs[k].at[(seqs + (i - from)) / logic::kLz4RunSeqs - 1] = static_cast<std::uint16_t>(base + toks[i] - in);
+  }
+  __device__ void close(std::uint32_t k, std::uint32_t seqs) const {
+    __syncwarp();
+    if (lane == 0) runs[k].seqs = static_cast<std::uint16_t>(seqs);
+  }
+};
+// The sink a walk gets: `mark` with the runs where they are on, else `mark` itself.
+template <class Mark>
+__device__ auto mark_sink(Mark& mark, logic::Lz4Runs* runs, unsigned lane) {
+  if constexpr (kRunsOn)
+    return MarkRuns<Mark>{mark, runs, lane};
+  else
+    return [&mark](std::uint32_t k, std::uint32_t ip, std::uint32_t op) { mark(k, ip, op); };
+}
 
 // The walk of buffer i by one warp: the numcodecs header, the buffer's slots, then
 // walk(in, in_size, size, bound, mark, &count, slots) (a status; mark(k, ip, op) records segment
@@ -81,7 +119,7 @@ __device__ void walk_buffer(const DeviceBatch& b, std::size_t i, const Lz4Segmen
         walked = true;
         logic::Lz4Segment* segs = s.segs + base;
         std::uint32_t* flags = s.flags + base;
-        WalkSlots slots{i, segs, flags, false};
+        WalkSlots slots{i, segs, s.runs + base, flags, false};
         st = walk(src + logic::kLz4NumcodecsHeader, static_cast<std::uint32_t>(in_size),
                   static_cast<std::uint32_t>(size), bound,
                   [&](std::uint32_t k, std::uint32_t ip, std::uint32_t op) {
