@@ -1,5 +1,5 @@
 # Sourced by the bench scripts that count inside the kernels with a patch (lz4_walk_clocks.sh,
-# lz4_timeline.sh): the counters stay out of the library's source, so each run builds
+# lz4_timeline.sh, lz4_worker_clocks.sh): the counters stay out of the library's source, so each run builds
 # gpu_decode_bench from a patched copy of the working tree.
 #
 #   patched_bench_build TREE PATCH LOG

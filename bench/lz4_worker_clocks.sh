@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Where the numcodecs-LZ4 segment workers spend their cycles, by phase (issue 4,
+# docs/gpu_decoders.md, session 35 item 7): a copy of the tree with bench/lz4_worker_clocks.patch
+# applied (clock64() laps in segment_worker, cuda/decode/lz4_segment_worker.cuh; each worker warp
+# prints its sums once it leaves: a WKC line), gpu_decode_bench built from it, each case of CASES
+# (CS_BENCH_CASE texts separated by ';') run once (six launches: the bench's check, then five
+# timed), and per case, over every warp of every launch: each phase's share of the workers'
+# cycles, cycles a segment by phase, and the spread of the warps' parse cycles a segment ->
+# $OUT/worker_clocks.txt (the WKC lines of each case in $OUT/wkc_<n>.txt.gz).
+#
+#   OUT=/empty/dir CASES="era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / lz4" \
+#     bash bench/lz4_worker_clocks.sh
+#
+# The phases: idle (waiting for a queue entry, next_segment; in the fused kernel a walker
+# block's warps count from their turn to segments), parse (the runs: parse_runs, its two passes
+# and the lanes' scan; a segment without runs: its serial parse with its literals), lits (a
+# segment with runs: its literals, 32 sequences at a time), ready (the bits' ready pass where it
+# is on, and the steps between), wait (the chain's wait for the segment before), match (its
+# matches in groups, the fence and the flag). Extra CUDA flags for the build: CUDA_FLAGS (e.g.
+# -DCS_LZ4_RUNS=0 for the serial parse). The laps cost a few cycles a phase: compare phases,
+# not the bench's times. The patch is against the workers as of session 35: if it no longer
+# applies, refresh it with them.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:?set OUT}
+CASES=${CASES:-era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / lz4}
+TREE=${TREE:-/tmp/cs_worker_clocks}
+mkdir -p "$OUT"
+log() { printf '[worker_clocks %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+log build
+. bench/patched_bench_build.sh
+patched_bench_build "$TREE" "$PWD/bench/lz4_worker_clocks.patch" "$OUT/worker_clocks_build.log" || exit 1
+IFS=';' read -r -a cases <<<"$CASES"
+n=0
+for c in "${cases[@]}"; do
+  n=$((n + 1))
+  log "case $n: '$c'"
+  echo "## $c" >>"$OUT/worker_clocks.txt"
+  CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 300 \
+    "$TREE/build/gpu_decode_bench" 2>&1 | grep -E '^WKC ' >"$OUT/wkc_$n.txt"
+  /usr/bin/python3 bench/lz4_worker_clocks.py "$OUT/wkc_$n.txt" | tee -a "$OUT/worker_clocks.txt"
+  gzip -f "$OUT/wkc_$n.txt"
+done
+log done
