@@ -35,19 +35,5 @@ log() { printf '[timeline %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 log build
 . bench/patched_bench_build.sh
 patched_bench_build "$TREE" "$PWD/bench/lz4_timeline.patch" "$OUT/timeline_build.log" || exit 1
-IFS=';' read -r -a cases <<<"$CASES"
-n=0
-for c in "${cases[@]}"; do
-  n=$((n + 1))
-  log "case $n: '$c'"
-  echo "## $c" >>"$OUT/timeline.txt"
-  CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 300 \
-    "$TREE/build/gpu_decode_bench" >"$OUT/run.tmp" 2>&1
-  log "rc=$?"
-  grep -E '^TL[LWSPK] ' "$OUT/run.tmp" >"$OUT/tl_$n.txt"
-  grep -vE '^TL[LWSPK] ' "$OUT/run.tmp" >"$OUT/bench_$n.txt"
-  /usr/bin/python3 bench/lz4_timeline.py "$OUT/tl_$n.txt" | tee -a "$OUT/timeline.txt"
-  gzip -f "$OUT/tl_$n.txt"
-done
-rm -f "$OUT/run.tmp"
+patched_bench_cases "$TREE" '^TL[LWSPK] ' tl bench/lz4_timeline.py "$OUT/timeline.txt"
 log done

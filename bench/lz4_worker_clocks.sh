@@ -6,7 +6,8 @@
 # (CS_BENCH_CASE texts separated by ';') run once (six launches: the bench's check, then five
 # timed), and per case, over every warp of every launch: each phase's share of the workers'
 # cycles, cycles a segment by phase, and the spread of the warps' parse cycles a segment ->
-# $OUT/worker_clocks.txt (the WKC lines of each case in $OUT/wkc_<n>.txt.gz).
+# $OUT/worker_clocks.txt (the WKC lines of each case in $OUT/wkc_<n>.txt.gz, the bench's own output
+# in $OUT/bench_<n>.txt).
 #
 #   OUT=/empty/dir CASES="era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / lz4" \
 #     bash bench/lz4_worker_clocks.sh
@@ -30,15 +31,5 @@ log() { printf '[worker_clocks %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 log build
 . bench/patched_bench_build.sh
 patched_bench_build "$TREE" "$PWD/bench/lz4_worker_clocks.patch" "$OUT/worker_clocks_build.log" || exit 1
-IFS=';' read -r -a cases <<<"$CASES"
-n=0
-for c in "${cases[@]}"; do
-  n=$((n + 1))
-  log "case $n: '$c'"
-  echo "## $c" >>"$OUT/worker_clocks.txt"
-  CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} CS_BENCH_CASE="$c" timeout 300 \
-    "$TREE/build/gpu_decode_bench" 2>&1 | grep -E '^WKC ' >"$OUT/wkc_$n.txt"
-  /usr/bin/python3 bench/lz4_worker_clocks.py "$OUT/wkc_$n.txt" | tee -a "$OUT/worker_clocks.txt"
-  gzip -f "$OUT/wkc_$n.txt"
-done
+patched_bench_cases "$TREE" '^WKC ' wkc bench/lz4_worker_clocks.py "$OUT/worker_clocks.txt"
 log done
