@@ -130,6 +130,15 @@ template <class Mark>
 struct Lz4NotesRunRange<Mark, std::void_t<decltype(std::declval<Mark&>().run_range(
                                   0u, 0u, static_cast<const std::uint16_t*>(nullptr), 0u, 0u, 0u, 0u))>>
     : std::true_type {};
+// The first of tokens [from, ...) that starts a run, where token `from` is its segment's
+// sequence `seqs` (>= 1), and the Lz4Runs::at entry of token i (such a token or one kLz4RunSeqs
+// x m after it).
+CS_HD inline std::uint32_t lz4_first_run_token(std::uint32_t from, std::uint32_t seqs) {
+  return from + (kLz4RunSeqs - seqs % kLz4RunSeqs) % kLz4RunSeqs;
+}
+CS_HD inline std::uint32_t lz4_run_entry(std::uint32_t from, std::uint32_t seqs, std::uint32_t i) {
+  return (seqs + (i - from)) / kLz4RunSeqs - 1;
+}
 CS_HD_TEMPLATE
 template <class Mark>
 CS_HD inline void lz4_note_runs(Mark& mark, std::uint32_t k, std::uint32_t seqs, const std::uint16_t* toks,
@@ -137,8 +146,8 @@ CS_HD inline void lz4_note_runs(Mark& mark, std::uint32_t k, std::uint32_t seqs,
   if constexpr (Lz4NotesRunRange<Mark>::value) {
     mark.run_range(k, seqs, toks, from, stop, base, in);
   } else if constexpr (Lz4NotesRuns<Mark>::value) {
-    for (std::uint32_t i = from + (kLz4RunSeqs - seqs % kLz4RunSeqs) % kLz4RunSeqs; i < stop; i += kLz4RunSeqs)
-      mark.run(k, seqs + (i - from), base + toks[i] - in);
+    for (std::uint32_t i = lz4_first_run_token(from, seqs); i < stop; i += kLz4RunSeqs)
+      mark.run(k, (lz4_run_entry(from, seqs, i) + 1) * kLz4RunSeqs, base + toks[i] - in);
   }
 }
 

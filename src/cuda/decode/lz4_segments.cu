@@ -66,8 +66,10 @@ Layout layout(std::size_t n) {
   l.slots = l.paced + align_up(n * sizeof(std::uint32_t));
   return l;
 }
+// (the runs' 64 bytes only where the walks note them: kRunsOn)
+constexpr std::size_t kRunsBytes = kRunsOn ? sizeof(logic::Lz4Runs) : 0;
 constexpr std::size_t kSlotBytes =
-    sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + sizeof(logic::Lz4Runs) + sizeof(std::uint32_t);
+    sizeof(unsigned long long) + sizeof(logic::Lz4Segment) + kRunsBytes + sizeof(std::uint32_t);
 static_assert(sizeof(logic::Lz4Runs) % 4 == 0, "the flags after the runs stay aligned");
 // Header bytes the enqueue zeroes (the counters of Lz4SegmentScratch).
 constexpr std::size_t kHeaderCounters = 56;
@@ -197,7 +199,7 @@ Lz4SegmentScratch lz4_segment_scratch(void* base, std::size_t bytes, std::size_t
   s.segs = reinterpret_cast<logic::Lz4Segment*>(p + at);
   at += s.capacity * sizeof(logic::Lz4Segment);
   s.runs = reinterpret_cast<logic::Lz4Runs*>(p + at);
-  at += s.capacity * sizeof(logic::Lz4Runs);
+  at += s.capacity * kRunsBytes;
   s.flags = reinterpret_cast<std::uint32_t*>(p + at);
   s.ready_first = s.bits_words != 0;
   return s;

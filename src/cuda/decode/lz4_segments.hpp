@@ -46,7 +46,8 @@ struct Lz4SegmentScratch {
   codec::logic::Lz4Segment* segs;    // capacity slots: where each segment starts
   codec::logic::Lz4Runs* runs;       // capacity slots: the segment's runs as its walk noted them
                                      // (seqs 0 for the split walk's), which workers parse side
-                                     // by side (codec/logic/lz4_segments.hpp, Lz4Runs)
+                                     // by side (codec/logic/lz4_segments.hpp, Lz4Runs); 64 of a
+                                     // slot's 84 bytes (none with -DCS_LZ4_RUNS=0)
   std::uint32_t* flags;              // capacity slots: 0 when pushed, 1 once the segment's
                                      // literals and pending bits are in place (buffers with
                                      // bits), 2 once all its bytes are

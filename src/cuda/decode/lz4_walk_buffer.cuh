@@ -44,15 +44,20 @@ struct MarkRuns {
   Mark& mark;
   logic::Lz4Runs* runs;
   unsigned lane;
-  __device__ void operator()(std::uint32_t k, std::uint32_t ip, std::uint32_t op) const { mark(k, ip, op); }
+  // (segment k's count zeroed first: should a walk ever leave a segment unclosed, its workers
+  // parse it serially rather than by a count a previous launch left in the slot)
+  __device__ void operator()(std::uint32_t k, std::uint32_t ip, std::uint32_t op) const {
+    if (lane == 0) runs[k].seqs = 0;
+    mark(k, ip, op);
+  }
   __device__ void run(std::uint32_t k, std::uint32_t i, std::uint32_t off) const {
     if (lane == 0) runs[k].at[i / logic::kLz4RunSeqs - 1] = static_cast<std::uint16_t>(off);
   }
   __device__ void run_range(std::uint32_t k, std::uint32_t seqs, const std::uint16_t* toks, std::uint32_t from,
                             std::uint32_t stop, std::uint32_t base, std::uint32_t in) const {
-    const std::uint32_t first = from + (logic::kLz4RunSeqs - seqs % logic::kLz4RunSeqs) % logic::kLz4RunSeqs;
-    for (std::uint32_t i = first + logic::kLz4RunSeqs * lane; i < stop; i += 32 * logic::kLz4RunSeqs)
-      runs[k].at[(seqs + (i - from)) / logic::kLz4RunSeqs - 1] = static_cast<std::uint16_t>(base + toks[i] - in);
+    for (std::uint32_t i = logic::lz4_first_run_token(from, seqs) + logic::kLz4RunSeqs * lane; i < stop;
+         i += 32 * logic::kLz4RunSeqs)
+      runs[k].at[logic::lz4_run_entry(from, seqs, i)] = static_cast<std::uint16_t>(base + toks[i] - in);
   }
   __device__ void close(std::uint32_t k, std::uint32_t seqs) const {
     __syncwarp();

@@ -441,6 +441,11 @@ TEST(Lz4Segments, RunsDecodeLikeTheSerialParseAndNotesThatLieAreCorrupt) {
       corrupt("a run starts a byte late");
       lie[k].at[0] -= 1;
       corrupt("a run starts a byte early");
+      const std::uint32_t runs_n = logic::lz4_run_count(seqs);
+      if (runs_n >= 3) {
+        lie[k].at[runs_n - 2] += 1;
+        corrupt("the last run starts a byte late");
+      }
       lie[k].seqs = static_cast<std::uint16_t>(seqs - 1);
       corrupt("a sequence fewer");
       if (seqs < logic::kLz4SegmentSeqs) {
