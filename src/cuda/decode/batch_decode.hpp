@@ -55,9 +55,9 @@ struct DeviceBatch {
 
 // Scratch bytes that batch_decode needs for `num_buffers` buffers whose dst_bytes sum to
 // `total_decoded_bytes`: lz4 a work-queue counter, the buffer order, and the segmented path's
-// counters and segment slots (~12 % of total_decoded_bytes: 84 bytes a slot, 64 of them the
-// walk's runs notes, and a slot for every 768 bytes of input, the bound of 3-byte sequences;
-// ~3 % with -DCS_LZ4_RUNS=0; and 12.5 % more for the pending
+// counters and segment slots (~9 % of total_decoded_bytes: 84 bytes a slot, 64 of them the
+// walk's runs notes, and a slot for every KiB of output, lz4_segment_bound's least-output bound;
+// ~2 % with -DCS_LZ4_RUNS=0; and 12.5 % more for the pending
 // bits where CUBESTREAM_LZ4_MATCHES=ready; a smaller scratch of at least the
 // counter and order sends the buffers that do not fit to the ring kernel); blosc the counter, per-buffer plans and
 // prefix sums, and a staging area of total_decoded_bytes for shuffled blocks before they are

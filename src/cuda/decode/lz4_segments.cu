@@ -143,14 +143,16 @@ __global__ void __launch_bounds__(kTableThreads, kFusedBlocksPerSm) lz4_fused_ke
 }  // namespace
 
 std::size_t lz4_segment_scratch_bytes(std::size_t n, std::size_t total_decoded, bool ready_pass) {
-  // the walk gives a buffer lz4_segment_bound(in, size) slots; a valid block of `size` bytes
-  // has in <= size + size / 255 + 16 (liblz4's bound), so the batch needs at most
-  // total / kLz4SegmentOut + (total * 256 / 255 + 16 n) / 3 / kLz4SegmentSeqs + 3 n slots
+  // the walk gives a buffer lz4_segment_bound(in, size) slots, the less of two bounds; a valid
+  // block of `size` bytes has in <= size + size / 255 + 16 (liblz4's bound), so the batch needs
+  // at most the less of total / kLz4SegmentOut + (total * 256 / 255 + 16 n) / 3 / kLz4SegmentSeqs
+  // and total / kLz4SegmentOutMin, + 3 n slots (a sum of minima is at most the minimum of sums)
   const std::size_t in_max = total_decoded + total_decoded / 255 + 16 * n;
   // and the split walk's slot per region (lz4_split_extra_slots at the smallest region it takes)
   const std::size_t split = std::min(in_max / logic::kLz4SplitRegionFloor + n, n * std::size_t{logic::kLz4SplitMaxRegions});
-  const std::size_t slots =
-      total_decoded / logic::kLz4SegmentOut + in_max / 3 / logic::kLz4SegmentSeqs + 3 * n + split;
+  const std::size_t slots = std::min(total_decoded / logic::kLz4SegmentOut + in_max / 3 / logic::kLz4SegmentSeqs,
+                                     total_decoded / logic::kLz4SegmentOutMin) +
+                            3 * n + split;
   const std::size_t bits = ready_pass ? align_up(bit_words(n, total_decoded) * sizeof(std::uint32_t)) : 0;
   return layout(n).slots + bits + align_up(slots * kSlotBytes);
 }

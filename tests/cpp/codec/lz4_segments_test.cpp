@@ -996,6 +996,34 @@ TEST(Lz4Segments, SegmentsKeepTheirBoundsAndGroupsTakeManyMatches) {
   }
 }
 
+// The densest block for lz4_segment_bound's output side: sequences of no literals and a match of
+// kLz4MinMatch bytes, so every segment but the last is closed by its sequence count with the
+// least output a segment can have. Every walk fits the bound (its guard would answer kCorrupt),
+// the bound is within 2 of the count, and the same block claiming less output than it has
+// (kWrongSize from the serial decoder) gets that status, not the guard's.
+TEST(Lz4Segments, TheOutputBoundHoldsForTheDensestBlock) {
+  Lz4Crafter c;
+  c.sequence(1, 1, logic::kLz4MinMatch);
+  for (int i = 0; i < 99999; ++i) c.sequence(0, 1, logic::kLz4MinMatch);
+  const Buf enc = c.finish(12);  // (liblz4 wants the last match 12 bytes before the end)
+  const std::size_t size = c.out;
+  const std::size_t bound = logic::lz4_segment_bound(enc.size(), size);
+  ASSERT_EQ(bound, size / logic::kLz4SegmentOutMin + 2);  // the output side is the tighter here
+  for (const logic::Lz4Walk kind : {logic::Lz4Walk::kSerial, logic::Lz4Walk::kTable, logic::Lz4Walk::kTableAhead,
+                                    logic::Lz4Walk::kTablePipeline}) {
+    const Walked w = walk(enc, size, 8192, kind);
+    ASSERT_EQ(w.status, DecodeStatus::kOk);
+    EXPECT_LE(w.count, bound);
+    EXPECT_GE(w.count + 2, bound);
+  }
+  expect_same_walk(enc, size, 8192, "densest");
+  expect_same_walk(enc, size - 1000, 8192, "densest, short output");
+  EXPECT_EQ(walk(enc, size - 1000, 8192, logic::Lz4Walk::kSerial).status, DecodeStatus::kWrongSize);
+  const Result r = segmented(enc, size);
+  ASSERT_EQ(r.status, DecodeStatus::kOk);
+  EXPECT_TRUE(r.bytes == liblz4_decode(enc, size));
+}
+
 TEST(Lz4Segments, GroupRuleRefusesEveryMatchThatReadsTheGroupsOutput) {
   // a match reads min(off, len) bytes: [dst - off, ...)
   EXPECT_FALSE(logic::lz4_reads_meet({1100, 104, 4}, 1000, 96));
