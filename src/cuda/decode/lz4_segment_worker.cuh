@@ -59,15 +59,43 @@ __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& 
 }
 
 // The literals of c <= 32 parsed sequences (lane u holds sequence u's literal source in `in`,
-// length and output position), one sequence after another. (Loading a group of 8 sequences'
-// literals before storing them, session 35, measured 3 % slower on the era5-like batch with the
-// serial parse and 10 % slower with the runs' parse: docs/gpu_decoders.md.)
+// length and output position): one after another by the whole warp, or with kLitLanes < 32,
+// 32 / kLitLanes at once, lane r of a group taking bytes r, r + kLitLanes, ... of its literal,
+// four loads before their stores. (Loading a group of 8 sequences' literals a byte a lane for
+// every member, session 35, measured 3 % slower on the era5-like batch with the serial parse
+// and 10 % slower with the runs' parse: docs/gpu_decoders.md.)
 __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::uint32_t my_src, std::uint32_t my_lit,
                               std::uint32_t my_op, std::uint32_t c, unsigned lane) {
-  for (std::uint32_t u = 0; u < c; ++u) {
-    const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
-    const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
-    logic::lane_copy_forward(out + at, in + from, lit, lane);
+  if constexpr (kLitLanes == 32) {
+    for (std::uint32_t u = 0; u < c; ++u) {
+      const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
+      const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
+      logic::lane_copy_forward(out + at, in + from, lit, lane);
+    }
+  } else {
+    constexpr std::uint32_t kAtOnce = 32 / kLitLanes, kUnroll = 4;
+    const std::uint32_t g = lane / kLitLanes, r = lane % kLitLanes;
+    for (std::uint32_t u0 = 0; u0 < c; u0 += kAtOnce) {
+      const std::uint32_t u = u0 + g;  // < 32: u0 is a multiple of kAtOnce below 32
+      const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), at = __shfl_sync(kFullMask, my_op, u);
+      const std::uint32_t lit_u = __shfl_sync(kFullMask, my_lit, u);
+      const std::uint32_t lit = u < c ? lit_u : 0u;
+      const std::uint8_t* src = in + from;
+      std::uint8_t* dst = out + at;
+      for (std::uint32_t k = r; k < lit; k += kUnroll * kLitLanes) {
+        std::uint8_t v[kUnroll];
+#pragma unroll
+        for (std::uint32_t q = 0; q < kUnroll; ++q) {
+          const std::uint32_t i = k + q * kLitLanes;
+          v[q] = i < lit ? __ldg(src + i) : std::uint8_t{0};
+        }
+#pragma unroll
+        for (std::uint32_t q = 0; q < kUnroll; ++q) {
+          const std::uint32_t i = k + q * kLitLanes;
+          if (i < lit) dst[i] = v[q];
+        }
+      }
+    }
   }
 }
 

@@ -66,6 +66,17 @@ constexpr unsigned kSegWarps = 8;
 #define CS_LZ4_RUNS 1
 #endif
 constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
+// Lanes a literal takes when a worker copies a batch of 32 sequences' literals: 32 (the default)
+// copies one literal after another with the whole warp (lane_copy_forward: ~35 instructions and
+// two dependent load-store round trips for an era5-like literal of ~52 bytes); 8 or 16 copy
+// 32 / kLitLanes literals at once, a group of lanes each, four loads in flight a lane before
+// their stores (copy_literals). For next session's A/B (docs/gpu_decoders.md, session 35 item
+// 7): written after the calls, compiled, not yet run on a GPU.
+#ifndef CS_LZ4_LIT_LANES
+#define CS_LZ4_LIT_LANES 32
+#endif
+constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
+static_assert(kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
 // The chain's wait on the segment before sleeps 64 ns a poll, doubling up to this (ns): each
 // poll is ~5 instructions of issue slots the SM's other warps could use (the wait was ~26 % of
 // the instructions executed in session 34's ncu).
