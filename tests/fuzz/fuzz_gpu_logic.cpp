@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "codec/logic/blosc_decode.hpp"
 #include "codec/logic/lz4_block.hpp"
@@ -106,6 +107,57 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
                       static_cast<std::size_t>(st4));
   if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("segmented decoder bytes differ from the serial decoder", out_size, size);
+  // runs notes that disagree with the bytes (as if the input changed after the walk): a segment
+  // parsed from them fails, or, the runs having to meet exactly where the next one starts, is
+  // exactly its serial parse (records and literal bytes)
+  if (st4 == logic::DecodeStatus::kOk && size != 0 && size < logic::kLz4RingMaxBytes &&
+      out_size < logic::kLz4RingMaxBytes) {
+    const auto n_in = static_cast<std::uint32_t>(size), n_out = static_cast<std::uint32_t>(out_size);
+    std::vector<logic::Lz4Segment> segs(logic::lz4_segment_bound(size, out_size));
+    std::vector<logic::Lz4Runs> runs(segs.size(), logic::Lz4Runs{});
+    std::vector<std::uint8_t> win(8192), seg_window(logic::kLz4SegmentWindow);
+    logic::Lz4StagedReader<logic::Lz4MemcpyFill> rd{in, size, win.data(), win.size(), {}};
+    std::uint32_t count = 0;
+    if (logic::lz4_segment_walk(rd, n_in, n_out, segs.size(), logic::Lz4HostMarks{segs.data(), runs.data()}, &count) !=
+            logic::DecodeStatus::kOk ||
+        count == 0)
+      bug("the serial walk refuses a block the serial decoder accepts", count, size);
+    const std::uint32_t k = static_cast<std::uint32_t>(size * 7u) % count;
+    std::unique_ptr<std::uint8_t[]> truth_out(new std::uint8_t[n_out == 0 ? 1 : n_out]);
+    std::unique_ptr<std::uint8_t[]> lie_out(new std::uint8_t[n_out == 0 ? 1 : n_out]);
+    std::memset(truth_out.get(), 0x77, n_out == 0 ? 1 : n_out);
+    std::vector<logic::Lz4MatchRecord> truth;
+    if (logic::lz4_segment_literals_host(in, n_in, truth_out.get(), n_out, segs.data(), count, k, seg_window, &truth) !=
+        logic::DecodeStatus::kOk)
+      bug("an accepted segment's serial parse fails", k, count);
+    // six lies, one at a time: a sequence fewer or more, the first or last run's start a byte off,
+    // a count and a start from the input's bytes
+    const std::uint32_t h = static_cast<std::uint32_t>(in[0]) * 65599u + in[size - 1] * 257u + in[size / 2];
+    const std::uint32_t seqs = runs[k].seqs, runs_n = logic::lz4_run_count(seqs);
+    const std::uint32_t last_at = runs_n >= 2 ? runs_n - 2 : 0;  // the last run's start (at[0] for one run)
+    for (int how = 0; how < 6; ++how) {
+      std::vector<logic::Lz4Runs> lie(runs);
+      logic::Lz4Runs& r = lie[k];
+      switch (how) {
+        case 0: r.seqs = static_cast<std::uint16_t>(seqs - 1); break;
+        case 1: r.seqs = static_cast<std::uint16_t>(seqs + 1); break;
+        case 2: r.at[0] = static_cast<std::uint16_t>(r.at[0] + 1); break;
+        case 3: r.at[last_at] = static_cast<std::uint16_t>(r.at[last_at] - 1); break;
+        case 4: r.seqs = static_cast<std::uint16_t>(h % (logic::kLz4SegmentSeqs + 2)); break;
+        default: r.at[(h >> 2) % (logic::kLz4SegmentRuns - 1)] = static_cast<std::uint16_t>(h >> 12); break;
+      }
+      std::memset(lie_out.get(), 0x77, n_out == 0 ? 1 : n_out);
+      std::vector<logic::Lz4MatchRecord> told;
+      if (logic::lz4_segment_literals_host(in, n_in, lie_out.get(), n_out, segs.data(), count, k, seg_window, &told,
+                                           lie.data()) != logic::DecodeStatus::kOk)
+        continue;
+      if (told.size() != truth.size() || std::memcmp(lie_out.get(), truth_out.get(), n_out) != 0)
+        bug("a segment parsed from wrong runs notes differs from its serial parse", told.size(), truth.size());
+      for (std::size_t i = 0; i < told.size(); ++i)
+        if (told[i].dst != truth[i].dst || told[i].off != truth[i].off || told[i].len != truth[i].len)
+          bug("a segment parsed from wrong runs notes has other records", i, told[i].dst);
+    }
+  }
   // the split walk first (regions walked side by side; the table walk where it declines), with
   // regions of a few bytes so that short inputs are cut into many
   const auto region = static_cast<std::uint32_t>(1 + size % 61);

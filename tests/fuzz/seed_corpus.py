@@ -118,6 +118,27 @@ def structural_seeds(out):
         f.write(bytes([0]) + empty)
 
 
+def climate_lz4_seeds(folder):
+    """Raw LZ4 blocks (numcodecs' LZ4 without its 4-byte size) of smooth float32 fields of 40 000
+    bytes, quantised finely (few, short matches: the era5-like kind) and coarsely (more, longer
+    ones), with the 2-byte prefix that gives exactly their decoded size: thousands of sequences
+    over many segments that every exact-size decoder accepts, so that the fuzzer also mutates
+    the segmented path's walks, runs and match passes on multi-segment blocks (the lz4 goldens
+    are ~1 KB, one sequence). Skipped where numcodecs or numpy is missing."""
+    try:
+        import numpy as np
+        from numcodecs import LZ4
+    except ImportError:
+        return
+    y, x = np.meshgrid(np.linspace(0, 3, 80), np.linspace(0, 6, 125), indexing="ij")
+    field = 280 + 15 * np.sin(y) * np.cos(x) + np.random.default_rng(11).normal(0, 0.3, y.shape)
+    for name, step in (("climate_fine", 64), ("climate_coarse", 2)):
+        raw = (np.round(field * step) / step).astype("<f4").tobytes()
+        enc = bytes(LZ4(acceleration=1).encode(raw))[4:]
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(struct.pack("<H", len(raw) // 16) + enc)
+
+
 def gpu_logic_seeds(out):
     """Seeds for fuzz_gpu_logic.cpp (2-byte output-size prefix, no configuration byte): the
     lz4 goldens as raw blocks (after numcodecs' 4-byte size) and the blosc goldens."""
@@ -133,6 +154,7 @@ def gpu_logic_seeds(out):
             units = min((dec + 15) // 16, 0xFFFF)
             with open(os.path.join(folder, case["name"]), "wb") as f:
                 f.write(struct.pack("<H", units) + enc[skip:])
+    climate_lz4_seeds(os.path.join(out, "gpu_lz4_block"))
 
 
 if __name__ == "__main__":
