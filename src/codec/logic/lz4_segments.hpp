@@ -147,7 +147,7 @@ CS_HD inline void lz4_note_runs(Mark& mark, std::uint32_t k, std::uint32_t seqs,
     mark.run_range(k, seqs, toks, from, stop, base, in);
   } else if constexpr (Lz4NotesRuns<Mark>::value) {
     for (std::uint32_t i = lz4_first_run_token(from, seqs); i < stop; i += kLz4RunSeqs)
-      mark.run(k, (lz4_run_entry(from, seqs, i) + 1) * kLz4RunSeqs, base + toks[i] - in);
+      mark.run(k, seqs + (i - from), base + toks[i] - in);
   }
 }
 
@@ -963,7 +963,7 @@ CS_HD inline bool lz4_run_place(std::uint32_t size, std::uint64_t op, std::uint3
 }
 
 // The runs of a segment of `seqs` sequences (1..kLz4SegmentSeqs): run r's sequences and start,
-// stop (`first`, the segment's first sequence; `end`, where the segment ends).
+// stop (`first`, the segment's first sequence; `end`, where the segment ends; n, its runs).
 CS_HD inline std::uint32_t lz4_run_count(std::uint32_t seqs) { return (seqs + kLz4RunSeqs - 1) / kLz4RunSeqs; }
 CS_HD inline std::uint32_t lz4_run_seqs(std::uint32_t seqs, std::uint32_t r) {
   const std::uint32_t left = seqs - r * kLz4RunSeqs;
@@ -972,8 +972,9 @@ CS_HD inline std::uint32_t lz4_run_seqs(std::uint32_t seqs, std::uint32_t r) {
 CS_HD inline std::uint32_t lz4_run_start(const Lz4Runs& runs, std::uint32_t first, std::uint32_t r) {
   return r == 0 ? first : first + runs.at[r - 1];
 }
-CS_HD inline std::uint32_t lz4_run_stop(const Lz4Runs& runs, std::uint32_t first, std::uint32_t end, std::uint32_t r) {
-  return r + 1 < lz4_run_count(runs.seqs) ? first + runs.at[r] : end;
+CS_HD inline std::uint32_t lz4_run_stop(const Lz4Runs& runs, std::uint32_t first, std::uint32_t end, std::uint32_t n,
+                                        std::uint32_t r) {
+  return r + 1 < n ? first + runs.at[r] : end;
 }
 
 }  // namespace cubestream::codec::logic

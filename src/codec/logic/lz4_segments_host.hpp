@@ -33,15 +33,16 @@ inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint3
     if (rk.seqs > kLz4SegmentSeqs) return DecodeStatus::kCorrupt;
     std::vector<Lz4Literal> lits(rk.seqs);
     std::vector<Lz4MatchRecord> all(rk.seqs);
-    std::vector<std::uint32_t> lens(lz4_run_count(rk.seqs));
+    const std::uint32_t n = lz4_run_count(rk.seqs);
+    std::vector<std::uint32_t> lens(n);
     const std::uint8_t* reader = in;
-    for (std::uint32_t r = 0; r < lens.size(); ++r)
-      if (!lz4_run_parse(reader, n_in, lz4_run_start(rk, segs[k].in, r), lz4_run_stop(rk, segs[k].in, end, r),
+    for (std::uint32_t r = 0; r < n; ++r)
+      if (!lz4_run_parse(reader, n_in, lz4_run_start(rk, segs[k].in, r), lz4_run_stop(rk, segs[k].in, end, n, r),
                          lz4_run_seqs(rk.seqs, r), lits.data() + r * kLz4RunSeqs, all.data() + r * kLz4RunSeqs,
                          &lens[r]))
         return DecodeStatus::kCorrupt;
     std::uint64_t op = segs[k].out;
-    for (std::uint32_t r = 0; r < lens.size(); ++r) {
+    for (std::uint32_t r = 0; r < n; ++r) {
       if (!lz4_run_place(n_out, op, lz4_run_seqs(rk.seqs, r), lits.data() + r * kLz4RunSeqs,
                          all.data() + r * kLz4RunSeqs))
         return DecodeStatus::kCorrupt;

@@ -286,11 +286,10 @@ __device__ bool parse_runs(const std::uint8_t* in, std::uint32_t in_size, std::u
     std::uint32_t len = 0;
     bool ok = true;
     if (r < n) {
-      const std::uint32_t start = r == 0 ? seg.in : seg.in + runs->at[r - 1];
-      const std::uint32_t stop = r + 1 < n ? seg.in + runs->at[r] : end;
       LdgReader rd{in};
-      ok = logic::lz4_run_parse(rd, in_size, start, stop, count, lits + r * logic::kLz4RunSeqs,
-                                recs + r * logic::kLz4RunSeqs, &len);
+      ok = logic::lz4_run_parse(rd, in_size, logic::lz4_run_start(*runs, seg.in, r),
+                                logic::lz4_run_stop(*runs, seg.in, end, n, r), count,
+                                lits + r * logic::kLz4RunSeqs, recs + r * logic::kLz4RunSeqs, &len);
     }
     // each run's output position: the lengths before it (an inclusive scan, less its own)
     unsigned long long x = ok ? len : 0u;
