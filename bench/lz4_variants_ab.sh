@@ -9,6 +9,9 @@
 #
 #   OUT=/empty/dir VARIANTS="main=;off=-DCS_LZ4_TABLE_AHEAD=0" bash bench/lz4_variants_ab.sh
 #
+# A variant "name=@other VAR=value ..." builds nothing: it runs variant other's build with those
+# environment settings (a runtime switch, e.g. "ready=@main CUBESTREAM_LZ4_MATCHES=ready").
+#
 # -> $OUT/session.log, build.log, gtest_<name>.log, bench.md (every run's table), summary.md.
 # Knobs: ROUNDS (2), REPEAT (5, CS_BENCH_REPEAT), CS_BENCH_ERA5_COUNTS (1), CS_BENCH_CODEC (lz4),
 # GTEST ('GpuBatch.Lz4*:Lz4*'), BENCH_TIMEOUT (90 s a run), TEST_TIMEOUT (120 s).
@@ -26,17 +29,25 @@ exec > >(tee -a "$OUT/session.log") 2>&1
 log() { printf '[lz4_ab %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 IFS=';' read -r -a specs <<<"$VARIANTS"
 names=()
-declare -A flags
+declare -A flags dir envs
 for spec in "${specs[@]}"; do
   name=${spec%%=*}
   names+=("$name")
   flags[$name]=${spec#*=}
+  dir[$name]=build-ab-$name
+  envs[$name]=
+  if [[ ${flags[$name]} == @* ]]; then
+    read -r ref rest <<<"${flags[$name]#@}"
+    dir[$name]=build-ab-$ref
+    envs[$name]=$rest
+  fi
 done
 TESTS_FOR=${TESTS_FOR:-${names[*]:1}}
 extra=()
 [ -d .devdeps/usr/include ] && extra=(-DCMAKE_CXX_FLAGS=-I$PWD/.devdeps/usr/include)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 for name in "${names[@]}"; do
+  [[ ${flags[$name]} == @* ]] && continue
   targets=gpu_decode_bench
   tests=OFF
   [[ " $TESTS_FOR " == *" $name "* ]] && { targets="gpu_decode_bench cubestream_tests"; tests=ON; }
@@ -49,7 +60,7 @@ done
 log "built"
 for name in $TESTS_FOR; do
   log "tests $name"
-  timeout "${TEST_TIMEOUT:-120}" "build-ab-$name/tests/cubestream_tests" --gtest_filter="${GTEST:-GpuBatch.Lz4*:Lz4*}" \
+  timeout "${TEST_TIMEOUT:-120}" env ${envs[$name]} "${dir[$name]}/tests/cubestream_tests" --gtest_filter="${GTEST:-GpuBatch.Lz4*:Lz4*}" \
     >"$OUT/gtest_$name.log" 2>&1
   rc=$?
   log "tests $name rc=$rc"
@@ -61,7 +72,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     log "bench $name round $round"
     echo "## $name round $round" >>"$OUT/bench.md"
     CS_BENCH_CODEC=${CS_BENCH_CODEC:-lz4} CS_BENCH_REPEAT=${REPEAT:-5} CS_BENCH_ERA5_COUNTS=${CS_BENCH_ERA5_COUNTS:-1} \
-      timeout "${BENCH_TIMEOUT:-90}" "build-ab-$name/gpu_decode_bench" >"$OUT/run.tmp" 2>&1
+      timeout "${BENCH_TIMEOUT:-90}" env ${envs[$name]} "${dir[$name]}/gpu_decode_bench" >"$OUT/run.tmp" 2>&1
     log "rc=$?"
     grep -E '^\| [a-z0-9_]+' "$OUT/run.tmp" | grep -v '^| batch' | tee -a "$OUT/bench.md" | cut -d'|' -f2,3,7,8
   done
@@ -99,8 +110,8 @@ PY
 for tool in ${SANITIZE:-}; do
   for name in $TESTS_FOR; do
     log "$tool $name"
-    timeout "${SAN_TIMEOUT:-60}" compute-sanitizer --tool "$tool" --print-limit 20 --error-exitcode 9 \
-      "build-ab-$name/tests/cubestream_tests" --gtest_filter="${SAN_GTEST:-GpuBatch.Lz4*}" >"$OUT/san_${tool}_$name.log" 2>&1
+    timeout "${SAN_TIMEOUT:-60}" env ${envs[$name]} compute-sanitizer --tool "$tool" --print-limit 20 --error-exitcode 9 \
+      "${dir[$name]}/tests/cubestream_tests" --gtest_filter="${SAN_GTEST:-GpuBatch.Lz4*}" >"$OUT/san_${tool}_$name.log" 2>&1
     rc=$?
     log "$tool $name rc=$rc (0: clean, 9: reports, 124: past SAN_TIMEOUT)"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/san_${tool}_$name.log" | head -4
