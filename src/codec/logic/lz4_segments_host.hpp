@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "codec/logic/decode_status.hpp"
 #include "codec/logic/lz4_block.hpp"
 #include "codec/logic/lz4_match_bits.hpp"
+#include "codec/logic/lz4_match_words.hpp"
 #include "codec/logic/lz4_segments.hpp"
 #include "codec/logic/lz4_table_pipeline.hpp"
 #include "codec/logic/lz4_split_walk.hpp"
@@ -66,6 +68,49 @@ inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint3
   return st != DecodeStatus::kOk || recs->size() > kLz4SegmentSeqs ? DecodeStatus::kCorrupt : DecodeStatus::kOk;
 }
 
+// Copies matches rec(0), ..., rec(n - 1) of an output of `size` bytes as a warp's lanes may:
+// every byte read, then every byte written. In an output that starts 4-byte aligned the short
+// ones (lz4_match_words_fit) go through the device's word copy, its loads reading the whole
+// aligned words around the read range; the rest byte by byte.
+template <class Rec>
+inline void lz4_copy_matches_host(std::uint8_t* out, std::uint32_t size, std::size_t n, Rec&& rec,
+                                  std::vector<std::uint8_t>& bytes, std::vector<std::uint32_t>& words) {
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0;
+  const auto load = [&](std::uint32_t w) {
+    std::uint32_t x;
+    std::memcpy(&x, out + 4 * std::size_t{w}, 4);
+    return x;
+  };
+  struct Store {
+    std::uint8_t* out;
+    void u32(std::uint32_t p, std::uint32_t x) const { std::memcpy(out + p, &x, 4); }
+    void u16(std::uint32_t p, std::uint16_t x) const { std::memcpy(out + p, &x, 2); }
+    void u8(std::uint32_t p, std::uint8_t x) const { out[p] = x; }
+  };
+  bytes.clear();
+  words.clear();
+  std::uint32_t v[kLz4MatchWordsMax];
+  for (std::size_t j = 0; j < n; ++j) {
+    const Lz4MatchRecord& m = rec(j);
+    if (aligned && lz4_match_words_fit(m)) {
+      lz4_match_words_load(m, load, v);
+      words.insert(words.end(), v, v + kLz4MatchWordsMax);
+    } else {
+      for (std::uint32_t i = 0; i < m.len; ++i) bytes.push_back(out[lz4_match_source(m, i)]);
+    }
+  }
+  std::size_t b = 0, w = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const Lz4MatchRecord& m = rec(j);
+    if (aligned && lz4_match_words_fit(m)) {
+      for (std::uint32_t i = 0; i < kLz4MatchWordsMax; ++i) v[i] = words[w++];
+      lz4_match_words_store(m, v, Store{out});
+    } else {
+      for (std::uint32_t i = 0; i < m.len; ++i) out[m.dst + i] = bytes[b++];
+    }
+  }
+}
+
 // A walk's mark sink on the host: the segments' starts, and their runs (Lz4Runs), in arrays of
 // the walk's bound.
 struct Lz4HostMarks {
@@ -111,14 +156,11 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
     return lz4_bits_clear(r.first, r.end, load);
   };
   std::vector<std::uint8_t> bytes;
+  std::vector<std::uint32_t> words;
   // copies the listed matches as a warp may: every byte read, then every byte written
   const auto copy = [&](const Lz4MatchRecord* const* list, std::size_t n) {
-    bytes.clear();
-    for (std::size_t j = 0; j < n; ++j)
-      for (std::uint32_t i = 0; i < list[j]->len; ++i) bytes.push_back(out[lz4_match_source(*list[j], i)]);
-    std::size_t at = 0;
-    for (std::size_t j = 0; j < n; ++j)
-      for (std::uint32_t i = 0; i < list[j]->len; ++i) out[list[j]->dst + i] = bytes[at++];
+    const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return *list[j]; };
+    lz4_copy_matches_host(out, n_out, n, rec, bytes, words);
     for (std::size_t j = 0; j < n; ++j) mark(*list[j], false);
   };
   enum Stage { kParse, kWindow, kCheck, kCopy, kChain, kDone };
@@ -322,17 +364,14 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
         DecodeStatus::kOk)
       return DecodeStatus::kCorrupt;
   std::vector<std::uint8_t> bytes;
+  std::vector<std::uint32_t> words;
   std::uint64_t n_groups = 0;
   for (std::uint32_t k = 0; k < count; ++k) {
     const auto& r = recs[k];
     for (std::uint32_t at = 0; at < r.size();) {
       const std::uint32_t g = lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
-      bytes.clear();
-      for (std::uint32_t j = at; j < at + g; ++j)
-        for (std::uint32_t i = 0; i < r[j].len; ++i) bytes.push_back(out[lz4_match_source(r[j], i)]);
-      std::size_t b = 0;
-      for (std::uint32_t j = at; j < at + g; ++j)
-        for (std::uint32_t i = 0; i < r[j].len; ++i) out[r[j].dst + i] = bytes[b++];
+      const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return r[at + j]; };
+      lz4_copy_matches_host(out, n_out, g, rec, bytes, words);
       at += g;
       ++n_groups;
     }

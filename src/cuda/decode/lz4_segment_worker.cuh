@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "codec/logic/lz4_match_bits.hpp"
+#include "codec/logic/lz4_match_words.hpp"
 #include "codec/logic/lz4_segments.hpp"
 #include "cuda/decode/batch_decode.hpp"
 #include "cuda/decode/device_status.cuh"
@@ -42,9 +43,29 @@ __device__ void lane_mark(std::uint32_t* bits, std::uint32_t a, std::uint32_t b,
 __device__ void warp_mark(std::uint32_t* bits, std::uint32_t a, std::uint32_t b, bool pending, unsigned lane) {
   for (std::uint32_t w = (a >> 5) + lane; w <= (b - 1) >> 5; w += 32) mark_word(bits, a, b, w, pending);
 }
-// One lane's match of at most kLz4LaneMatchMax bytes: every byte loaded (from L2: other warps
-// wrote them), then stored. Byte i reads source index i mod off, kept without a division.
+// The output's aligned words through L2 (other warps wrote them), and the word copy's stores
+// (codec/logic/lz4_match_words.hpp).
+struct L2Words {
+  const unsigned* p;
+  __device__ std::uint32_t operator()(std::uint32_t w) const { return __ldcg(p + w); }
+};
+struct OutStores {
+  std::uint8_t* out;
+  __device__ void u32(std::uint32_t p, std::uint32_t x) const { *reinterpret_cast<std::uint32_t*>(out + p) = x; }
+  __device__ void u16(std::uint32_t p, std::uint16_t x) const { *reinterpret_cast<std::uint16_t*>(out + p) = x; }
+  __device__ void u8(std::uint32_t p, std::uint8_t x) const { out[p] = x; }
+};
+// One lane's match of at most kLz4LaneMatchMax bytes: with -DCS_LZ4_MATCH_WORDS=1 in aligned
+// words where the output starts 4-byte aligned (lz4_match_words.hpp), else every byte loaded
+// (from L2: other warps wrote them), then stored; byte i reads source index i mod off, kept
+// without a division.
 __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& m) {
+  if (kMatchWords && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 && logic::lz4_match_words_fit(m)) {
+    std::uint32_t w[logic::kLz4MatchWordsMax];
+    logic::lz4_match_words_load(m, L2Words{reinterpret_cast<const unsigned*>(out)}, w);
+    logic::lz4_match_words_store(m, w, OutStores{out});
+    return;
+  }
   const std::uint32_t a = m.dst - m.off;
   std::uint8_t v[logic::kLz4LaneMatchMax];
   std::uint32_t r = 0;

@@ -77,6 +77,16 @@ constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
 #endif
 constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
 static_assert(kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
+// -DCS_LZ4_MATCH_WORDS=1: a short match is copied by its lane in aligned 4-byte words
+// (codec/logic/lz4_match_words.hpp) instead of byte by byte. Off by default: measured in session
+// 36 (two forms, each in its own call, against byte matches in the same call) it took 9 % off
+// the era5-like batch and 10-11 % off the mixed one, but made the synth fields 15 % slower (their
+// chain links, 14 % longer; docs/gpu_decoders.md). The form in the tree now (stores and shifts
+// without per-lane branches) was written after the last call and is not yet measured.
+#ifndef CS_LZ4_MATCH_WORDS
+#define CS_LZ4_MATCH_WORDS 0
+#endif
+constexpr bool kMatchWords = CS_LZ4_MATCH_WORDS != 0;
 // The chain's wait on the segment before sleeps 64 ns a poll, doubling up to this (ns): each
 // poll is ~5 instructions of issue slots the SM's other warps could use (the wait was ~26 % of
 // the instructions executed in session 34's ncu).
