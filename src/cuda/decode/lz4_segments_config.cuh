@@ -66,17 +66,20 @@ constexpr unsigned kSegWarps = 8;
 #define CS_LZ4_RUNS 1
 #endif
 constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
-// Lanes a literal takes when a worker copies a batch of 32 sequences' literals: 32 (the default)
-// copies one literal after another with the whole warp (lane_copy_forward: ~35 instructions and
-// two dependent load-store round trips for an era5-like literal of ~52 bytes); 8 or 16 copy
-// 32 / kLitLanes literals at once, a group of lanes each, four loads in flight a lane before
-// their stores (copy_literals). For next session's A/B (docs/gpu_decoders.md, session 35 item
-// 7): written after the calls, compiled, not yet run on a GPU.
+// Lanes a literal takes when a worker copies a batch of 32 sequences' literals: 8 (the default)
+// copies 4 literals at once, a group of 8 lanes each, four loads in flight a lane before their
+// stores (copy_literals); 4 or 16 copy 8 or 2 at once; 32 copies one literal after another with
+// the whole warp (lane_copy_forward: ~35 instructions and two dependent load-store round trips
+// for an era5-like literal of ~52 bytes). Measured on the H200 (session 36, kernel ms, medians of
+// two rounds a call; docs/gpu_decoders.md): 8 lanes against 32, era5-like 4 MiB x256 6.98 / 7.51
+// (0.929), mixed 64 KiB-1 MiB x1024 3.29 / 3.68 (0.893), synth fields x256 25.8 / 26.0, one
+// era5-like chunk 4.08 / 4.12; with the word copy of matches on, 4 lanes were 1.05 / 1.07 of 8
+// and 16 lanes 0.980 / 0.962 of 8 (era5-like / mixed; 16 not measured with byte matches).
 #ifndef CS_LZ4_LIT_LANES
-#define CS_LZ4_LIT_LANES 32
+#define CS_LZ4_LIT_LANES 8
 #endif
 constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
-static_assert(kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
+static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
 // -DCS_LZ4_MATCH_WORDS=1: a short match is copied by its lane in aligned 4-byte words
 // (codec/logic/lz4_match_words.hpp) instead of byte by byte. Off by default: measured in session
 // 36 (two forms, each in its own call, against byte matches in the same call) it took 9 % off
