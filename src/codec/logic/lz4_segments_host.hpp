@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -69,18 +70,27 @@ inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint3
 }
 
 // Copies matches rec(0), ..., rec(n - 1) of an output of `size` bytes as a warp's lanes may:
-// every byte read, then every byte written. In an output that starts 4-byte aligned the short
-// ones (lz4_match_words_fit) go through the device's word copy, its loads reading the whole
-// aligned words around the read range; the rest byte by byte.
+// every byte read, then every byte written. The short ones (lz4_match_words_fit) go through the
+// device's word copy (the host's loads and stores go through memcpy, so any output alignment
+// does), its loads reading the whole words around the read range; the longer ones byte by byte.
+// Before the loads every destination byte of the set is overwritten with a pattern (no match of
+// a group or a ready set reads another's destination, and the stores replace every such byte),
+// so a copy that kept a byte from outside its read range shows as wrong output rather than
+// passing where the stale byte happened to be right. A word load outside the output aborts: the
+// bound is a proven invariant (lz4_match_words.hpp), not a property of the input.
 template <class Rec>
 inline void lz4_copy_matches_host(std::uint8_t* out, std::uint32_t size, std::size_t n, Rec&& rec,
                                   std::vector<std::uint8_t>& bytes, std::vector<std::uint32_t>& words) {
-  const bool aligned = (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0;
   const auto load = [&](std::uint32_t w) {
+    if (4 * std::size_t{w} + 4 > size) std::abort();
     std::uint32_t x;
     std::memcpy(&x, out + 4 * std::size_t{w}, 4);
     return x;
   };
+  for (std::size_t j = 0; j < n; ++j) {
+    const Lz4MatchRecord& m = rec(j);
+    for (std::uint32_t i = 0; i < m.len; ++i) out[m.dst + i] = static_cast<std::uint8_t>(0xA5u ^ (m.dst + 7 * i));
+  }
   struct Store {
     std::uint8_t* out;
     void u32(std::uint32_t p, std::uint32_t x) const { std::memcpy(out + p, &x, 4); }
@@ -92,7 +102,7 @@ inline void lz4_copy_matches_host(std::uint8_t* out, std::uint32_t size, std::si
   std::uint32_t v[kLz4MatchWordsMax];
   for (std::size_t j = 0; j < n; ++j) {
     const Lz4MatchRecord& m = rec(j);
-    if (aligned && lz4_match_words_fit(m)) {
+    if (lz4_match_words_fit(m)) {
       lz4_match_words_load(m, load, v);
       words.insert(words.end(), v, v + kLz4MatchWordsMax);
     } else {
@@ -102,7 +112,7 @@ inline void lz4_copy_matches_host(std::uint8_t* out, std::uint32_t size, std::si
   std::size_t b = 0, w = 0;
   for (std::size_t j = 0; j < n; ++j) {
     const Lz4MatchRecord& m = rec(j);
-    if (aligned && lz4_match_words_fit(m)) {
+    if (lz4_match_words_fit(m)) {
       for (std::uint32_t i = 0; i < kLz4MatchWordsMax; ++i) v[i] = words[w++];
       lz4_match_words_store(m, v, Store{out});
     } else {

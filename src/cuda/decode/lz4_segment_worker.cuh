@@ -60,11 +60,13 @@ struct OutStores {
 // (from L2: other warps wrote them), then stored; byte i reads source index i mod off, kept
 // without a division.
 __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& m) {
-  if (kMatchWords && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 && logic::lz4_match_words_fit(m)) {
-    std::uint32_t w[logic::kLz4MatchWordsMax];
-    logic::lz4_match_words_load(m, L2Words{reinterpret_cast<const unsigned*>(out)}, w);
-    logic::lz4_match_words_store(m, w, OutStores{out});
-    return;
+  if constexpr (kMatchWords) {
+    if ((reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 && logic::lz4_match_words_fit(m)) {
+      std::uint32_t w[logic::kLz4MatchWordsMax];
+      logic::lz4_match_words_load(m, L2Words{reinterpret_cast<const unsigned*>(out)}, w);
+      logic::lz4_match_words_store(m, w, OutStores{out});
+      return;
+    }
   }
   const std::uint32_t a = m.dst - m.off;
   std::uint8_t v[logic::kLz4LaneMatchMax];
