@@ -83,7 +83,8 @@ CS_HD inline std::uint32_t lz4_match_words_load(const Lz4MatchRecord& m, Load&& 
     // bytes before the read range, taken as 0). Selects, not branches: the lanes stay together.
     const std::uint32_t e = (a & 3u) + 4 - t, sh = e & 3u;
     const bool up = e >= 4;
-#pragma unroll
+    // (no unroll pragma: nvcc unrolls this five-step loop by itself, the same ptxas figures, and
+    // clang, in the fuzz build, warned that it could not honour one)
     for (std::uint32_t j = 0; j < kLz4MatchWordsMax; ++j) {
       const std::uint32_t below = j == 0 ? 0u : s[j - 1], above = j + 1 < kLz4MatchWordsMax ? s[j + 1] : 0u;
       v[j] = lz4_funnel_bytes(up ? s[j] : below, up ? above : s[j], sh);
