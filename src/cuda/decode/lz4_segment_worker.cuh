@@ -55,13 +55,13 @@ struct OutStores {
   __device__ void u16(std::uint32_t p, std::uint16_t x) const { *reinterpret_cast<std::uint16_t*>(out + p) = x; }
   __device__ void u8(std::uint32_t p, std::uint8_t x) const { out[p] = x; }
 };
-// One lane's match of at most kLz4LaneMatchMax bytes: with -DCS_LZ4_MATCH_WORDS=1 in aligned
-// words where the output starts 4-byte aligned (lz4_match_words.hpp), else every byte loaded
-// (from L2: other warps wrote them), then stored; byte i reads source index i mod off, kept
-// without a division.
-__device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& m) {
+// One lane's match of at most kLz4LaneMatchMax bytes: with -DCS_LZ4_MATCH_WORDS=1 or 2 and
+// `words` in aligned words where the output starts 4-byte aligned (lz4_match_words.hpp), else
+// every byte loaded (from L2: other warps wrote them), then stored; byte i reads source index
+// i mod off, kept without a division.
+__device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& m, bool words = true) {
   if constexpr (kMatchWords) {
-    if ((reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 && logic::lz4_match_words_fit(m)) {
+    if (words && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 && logic::lz4_match_words_fit(m)) {
       std::uint32_t w[logic::kLz4MatchWordsMax];
       logic::lz4_match_words_load(m, L2Words{reinterpret_cast<const unsigned*>(out)}, w);
       logic::lz4_match_words_store(m, w, OutStores{out});
@@ -173,8 +173,11 @@ __device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchReco
   const bool member = lane == 0 || (have && m.len <= logic::kLz4LaneMatchMax && !meets);
   const unsigned refused = ~__ballot_sync(kFullMask, member);
   const unsigned g = refused == 0 ? 32u : static_cast<unsigned>(__ffs(static_cast<int>(refused))) - 1u;
+  // -DCS_LZ4_MATCH_WORDS=2: words only for a group without an overlapping match, whose lanes
+  // then all take the word copy's funnel shifts (the same choice on every lane)
+  const bool words = kMatchWordsPerGroup ? !__any_sync(kFullMask, lane < g && m.off < m.len) : true;
   if (lane < g) {
-    lane_copy_match(out, m);
+    lane_copy_match(out, m, words);
     if (kReady && bits != nullptr) {
       __threadfence();  // this lane's bytes before its bits
       lane_mark(bits, m.dst, m.dst + m.len, false);

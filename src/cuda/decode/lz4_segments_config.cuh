@@ -86,10 +86,16 @@ static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes =
 // the era5-like batch and 10-11 % off the mixed one, but made the synth fields 15 % slower (their
 // chain links, 14 % longer; docs/gpu_decoders.md). The form in the tree now (stores and shifts
 // without per-lane branches) was written after the last call and is not yet measured.
+// -DCS_LZ4_MATCH_WORDS=2 (for next session's A/B, compiled, not run on a GPU): words only for a
+// group of matches none of which overlaps its output, bytes for the others, so that no group
+// runs the overlapping lanes' byte picks beside the others' shifts (10-24 % of the synth fields'
+// groups hold such a match, 10 % of the era5-like ones': bench/micro/lz4_chain_matches.cpp).
 #ifndef CS_LZ4_MATCH_WORDS
 #define CS_LZ4_MATCH_WORDS 0
 #endif
+static_assert(CS_LZ4_MATCH_WORDS >= 0 && CS_LZ4_MATCH_WORDS <= 2, "CS_LZ4_MATCH_WORDS: 0, 1 or 2");
 constexpr bool kMatchWords = CS_LZ4_MATCH_WORDS != 0;
+constexpr bool kMatchWordsPerGroup = CS_LZ4_MATCH_WORDS == 2;
 // The chain's wait on the segment before sleeps 64 ns a poll, doubling up to this (ns): each
 // poll is ~5 instructions of issue slots the SM's other warps could use (the wait was ~26 % of
 // the instructions executed in session 34's ncu).
