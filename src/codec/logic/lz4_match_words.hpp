@@ -11,10 +11,11 @@
 //
 // Measured (H200, session 36, docs/gpu_decoders.md): the era5-like batch 9 % and the mixed one
 // 10-11 % faster, the synth fields 15 % slower, whose chain links grew 14 % (their matches are as
-// short, 5-7 bytes, but their segments hold half again as many groups, a fifth of them with an
+// short, 5-7 bytes, but their segments hold half again as many groups, 10-24 % of them with an
 // overlapping match, and less literal traffic competes for the load/store unit): so the device
-// takes it only with -DCS_LZ4_MATCH_WORDS=1 (cuda/decode/lz4_segments_config.cuh). The host run
-// of the segments (lz4_segments_host.hpp) always takes it, which keeps it tested.
+// takes it only with -DCS_LZ4_MATCH_WORDS=1, or per group with 2
+// (cuda/decode/lz4_segments_config.cuh). The host run of the segments (lz4_segments_host.hpp)
+// always takes it, which keeps it tested.
 //
 // The copy. For a match of len <= kLz4LaneMatchMax bytes at output position dst, reading the
 // range [a, a + reads) with a = dst - off and reads = min(off, len) (lz4_match_reads):
