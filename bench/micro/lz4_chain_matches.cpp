@@ -8,7 +8,10 @@
 //     share of groups holding one (a word copy picks those bytes one by one);
 //   - "own" matches: those reading only bytes of their own segment that are literals or other
 //     own matches (transitively), which a worker could copy before it waits for the segment
-//     before, and the groups the chain would keep without them.
+//     before, and the groups the chain would keep without them;
+//   - their levels (session 37): level 0 reads only the segment's literals (the device's own
+//     pass, logic::lz4_reads_own_literals, takes these), level d literals and matches of levels
+//     below d; and the groups left without the levels up to d.
 // Build and run from the repository root, after the library's build:
 //   g++ -std=c++20 -O2 -Isrc -Ibench bench/micro/lz4_chain_matches.cpp build/libcubestream.a
 //       -llz4 -lpthread -o lz4_chain_matches && ./lz4_chain_matches   (one command line)
@@ -38,6 +41,7 @@ std::uint64_t groups_of(const std::vector<logic::Lz4MatchRecord>& r) {
 void count(const char* name, const std::vector<Bytes>& raws) {
   std::uint64_t segs = 0, matches = 0, groups = 0, overlapping = 0, groups_overlap = 0, own = 0, chained = 0;
   std::uint64_t lens[logic::kLz4LaneMatchMax + 2] = {};
+  std::uint64_t lvl[4] = {}, lvl_chained[4] = {};
   for (const Bytes& raw : raws) {
     Bytes enc(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw.size()))));
     const int n = LZ4_compress_default(reinterpret_cast<const char*>(raw.data()), reinterpret_cast<char*>(enc.data()),
@@ -83,6 +87,25 @@ void count(const char* name, const std::vector<Bytes>& raws) {
         if (!ok) rest.push_back(m);
       }
       chained += groups_of(rest);
+      // levels: 0 reads only this segment's literals; d reads literals and matches below d
+      std::vector<int> level(r.size(), 99);
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const logic::Lz4MatchRecord& m = r[i];
+        const std::uint32_t a = m.dst - m.off, e = a + std::min(m.off, m.len);
+        if (a < seg[k].out || m.len > logic::kLz4LaneMatchMax) continue;
+        int l = 0;
+        for (std::size_t j = 0; j < i; ++j)
+          if (r[j].dst < e && r[j].dst + r[j].len > a) l = std::max(l, level[j] + 1);
+        level[i] = l;
+      }
+      for (int d = 0; d < 4; ++d) {
+        std::vector<logic::Lz4MatchRecord> left;
+        for (std::size_t i = 0; i < r.size(); ++i) {
+          if (level[i] == d) lvl[d] += 1;
+          if (level[i] > d) left.push_back(r[i]);
+        }
+        lvl_chained[d] += groups_of(left);
+      }
       for (std::uint32_t at = 0; at < r.size();) {
         const std::uint32_t g = logic::lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
         bool any = false;
@@ -105,6 +128,9 @@ void count(const char* name, const std::vector<Bytes>& raws) {
               100.0 * static_cast<double>(groups_overlap) / static_cast<double>(groups));
   std::printf("%-26s own matches %.1f %%; chained groups/segment without them %.2f\n", "",
               100.0 * static_cast<double>(own) / m, static_cast<double>(chained) / s);
+  for (int d = 0; d < 4; ++d)
+    std::printf("%-26s level %d %.1f %%; chained groups/segment without levels <= %d: %.2f\n", "", d,
+                100.0 * static_cast<double>(lvl[d]) / m, d, static_cast<double>(lvl_chained[d]) / s);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // for the GPU benchmark's numcodecs-lz4 blocks (the era5-like chunks, one field per synth
 // variable), how many matches a segment's ready pass finds final before the segment before it is
 // done (copied off the chain), and how many groups the chained pass then still runs one after
-// another, against the chained pass alone (every match after the segment before), with the table
+// another, against the chained pass alone (every match after the segment before, no own pass:
+// Lz4Matches::kChain), with the table
 // walk's segments and the split walk's. The workers are stepped in a random order (the host run
 // of lz4_ready_first_matches_host); on the GPU they run as the queue hands segments out.
 //   g++ -std=c++20 -O2 -Isrc -Iinclude -Ibench bench/micro/lz4_ready_pass.cpp \
@@ -24,7 +25,8 @@ static void count(const char* name, const std::vector<std::uint8_t>& raw) {
                                      static_cast<int>(raw.size()), static_cast<int>(enc.size()));
   std::vector<std::uint8_t> out(raw.size());
   std::uint64_t chain = 0, rest = 0, rest_split = 0;
-  logic::lz4_segments_decode_host(enc.data(), static_cast<std::size_t>(n), out.data(), raw.size(), 8192, &chain);
+  logic::lz4_segments_decode_host(enc.data(), static_cast<std::size_t>(n), out.data(), raw.size(), 8192, &chain,
+                                  logic::Lz4Walk::kTable, 0, nullptr, logic::Lz4Matches::kChain);
   bool ok = out == raw;
   logic::lz4_segments_decode_host(enc.data(), static_cast<std::size_t>(n), out.data(), raw.size(), 8192, &rest,
                                   logic::Lz4Walk::kTable, 0, nullptr, logic::Lz4Matches::kReadyFirst, 3);

@@ -9,13 +9,15 @@
 // for (docs/gpu_decoders.md, session 36: the workers wait on that chain for over half their
 // cycles). In words a 16-byte match is at most 5 loads and 6 stores.
 //
-// Measured (H200, session 36, docs/gpu_decoders.md): the era5-like batch 9 % and the mixed one
-// 10-11 % faster, the synth fields 15 % slower, whose chain links grew 14 % (their matches are as
-// short, 5-7 bytes, but their segments hold half again as many groups, 10-24 % of them with an
-// overlapping match, and less literal traffic competes for the load/store unit): so the device
-// takes it only with -DCS_LZ4_MATCH_WORDS=1, or per group with 2
-// (cuda/decode/lz4_segments_config.cuh). The host run of the segments (lz4_segments_host.hpp)
-// always takes it, which keeps it tested.
+// Measured (H200, docs/gpu_decoders.md): in session 36 with wide stores (below), the era5-like
+// batch 9 % and the mixed one 10-11 % faster, the synth fields 15 % slower, whose chain links
+// grew 14 %. In session 37, with the own pass, words only for groups without an overlapping
+// match (-DCS_LZ4_MATCH_WORDS=2) and the destination stored a byte at a time from the words
+// (lz4_match_words_store_bytes, -DCS_LZ4_MATCH_WORD_STORES=0), all three 7 % faster than byte
+// copies: that is the device's default (cuda/decode/lz4_segments_config.cuh). The host run of
+// the segments (lz4_segments_host.hpp) always takes the word loads and both store forms, which
+// keeps them under the decode tests and the fuzz targets; the unit test holds both to the byte
+// rule.
 //
 // The copy. For a match of len <= kLz4LaneMatchMax bytes at output position dst, reading the
 // range [a, a + reads) with a = dst - off and reads = min(off, len) (lz4_match_reads):
@@ -27,9 +29,11 @@
 //    is picked from the source words, position i taking read byte i mod off;
 //  - the stores write exactly [dst, dst + len): whole words, and at the edges a byte or a
 //    2-byte half as the alignment allows.
-// The loads also read the bytes around the read range that share its words: bytes the group's
-// other lanes may be writing at that moment. Their values are discarded; every byte the copy
-// keeps lies in the read range, which the group rule keeps final. Positions are relative to an
+// The loads also read the bytes around the read range that share its words: bytes that other
+// lanes may be writing at that moment (the group's or the own pass's other matches, and before
+// a segment's first output byte the worker of the segment before). Their values are discarded;
+// every byte the copy keeps lies in the read range, which the group rule (or the own pass's,
+// lz4_reads_own_literals) keeps final. Positions are relative to an
 // output that starts 4-byte aligned (the caller checks). Every word read lies within the output:
 // the read range ends at or before dst, so its last word ends at most 3 bytes past dst - 1, and
 // dst + 2 < dst + len <= the output's size (a match is at least 4 bytes).
@@ -142,6 +146,26 @@ CS_HD inline void lz4_match_words_store(const Lz4MatchRecord& m, const std::uint
       }
     }
   }
+}
+
+// The same bytes as lz4_match_words_store, every destination byte stored by itself: 4 x 5 byte
+// stores under conditions, the same instructions on every lane whatever its alignment (where
+// the wide form's edge words take a different path per alignment, which a warp of lanes at
+// mixed alignments runs one after another). The device's default (-DCS_LZ4_MATCH_WORD_STORES=0)
+// since session 37: against the wide form, 5 % and 14 % less kernel time on the era5-like batch
+// and the synth fields, 4 % more on the mixed one.
+CS_HD_TEMPLATE
+template <class Store>
+CS_HD inline void lz4_match_words_store_bytes(const Lz4MatchRecord& m, const std::uint32_t (&v)[kLz4MatchWordsMax],
+                                              Store&& st) {
+  const std::uint32_t d0 = m.dst & ~3u, end = m.dst + m.len;
+#pragma unroll
+  for (std::uint32_t j = 0; j < kLz4MatchWordsMax; ++j)
+#pragma unroll
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      const std::uint32_t p = d0 + 4 * j + b;
+      if (p >= m.dst && p < end) st.u8(p, static_cast<std::uint8_t>(v[j] >> (8 * b)));
+    }
 }
 
 }  // namespace cubestream::codec::logic

@@ -72,7 +72,8 @@ inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint3
 // Copies matches rec(0), ..., rec(n - 1) of an output of `size` bytes as a warp's lanes may:
 // every byte read, then every byte written. The short ones (lz4_match_words_fit) go through the
 // device's word copy (the host's loads and stores go through memcpy, so any output alignment
-// does), its loads reading the whole words around the read range; the longer ones byte by byte.
+// does), its loads reading the whole words around the read range, stored by either form (wide or
+// a byte at a time) as the match's position and index pick; the longer ones byte by byte.
 // Before the loads every destination byte of the set is overwritten with a pattern (no match of
 // a group or a ready set reads another's destination, and the stores replace every such byte),
 // so a copy that kept a byte from outside its read range shows as wrong output rather than
@@ -114,7 +115,11 @@ inline void lz4_copy_matches_host(std::uint8_t* out, std::uint32_t size, std::si
     const Lz4MatchRecord& m = rec(j);
     if (lz4_match_words_fit(m)) {
       for (std::uint32_t i = 0; i < kLz4MatchWordsMax; ++i) v[i] = words[w++];
-      lz4_match_words_store(m, v, Store{out});
+      // both store forms (the device's default stores bytes, -DCS_LZ4_MATCH_WORD_STORES=1 words)
+      if (((m.dst ^ j) & 1u) != 0)
+        lz4_match_words_store(m, v, Store{out});
+      else
+        lz4_match_words_store_bytes(m, v, Store{out});
     } else {
       for (std::uint32_t i = 0; i < m.len; ++i) out[m.dst + i] = bytes[b++];
     }
@@ -294,7 +299,7 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 // reverse order (the device runs them in any order), then the matches segment after segment in
 // groups; a group's bytes are all read before any is written, which is the worst order the
 // device's lanes can take, so a group rule that let one match read another's bytes shows here
-// as wrong output. *groups (when given) receives the number of groups. Blocks at or over
+// as wrong output. *groups (when given) receives the number of groups of the chained passes. Blocks at or over
 // kLz4RingMaxBytes take lz4_decode_exact_with, as on the device. `walk` picks the walk; the
 // table walk needs a window of at least kLz4TableWindowMin bytes (a smaller one walks serially);
 // kTableAhead is the table walk with the next window filled ahead (Team::Ahead), kTablePipeline
@@ -302,16 +307,23 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 // With split_region (not 0) the split walk (lz4_split_walk.hpp) with regions of at least that
 // many bytes goes first, and `walk` runs only where it declines the block; *split (when given)
 // says whether it took the block.
-// `matches` picks the match pass: kChain as above; kReadyFirst the ready pass with pending bits
-// first (lz4_match_bits.hpp), run by lz4_ready_first_matches_host above in the seed's order
-// (*groups then receives the chained pass's groups, those after the ready passes).
+// `matches` picks the match pass:
+//  - kOwnThenChain (the device's default, -DCS_LZ4_OWN_FIRST=1): first each segment's own pass
+//    (lz4_reads_own_literals) copies the matches that read only its literals, all at once, every
+//    segment's before any chained match and after every match's output is overwritten with a
+//    pattern (so an own match that read any match's output shows as wrong output); then the
+//    chained passes take the rest as above;
+//  - kChain: the chained passes alone (-DCS_LZ4_OWN_FIRST=0);
+//  - kReadyFirst: the ready pass with pending bits first (lz4_match_bits.hpp), run by
+//    lz4_ready_first_matches_host above in the seed's order (*groups then receives the chained
+//    pass's groups, those after the ready passes).
 enum class Lz4Walk { kSerial, kTable, kTableAhead, kTablePipeline };
-enum class Lz4Matches { kChain, kReadyFirst };
+enum class Lz4Matches { kOwnThenChain, kChain, kReadyFirst };
 inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                              std::size_t size, std::size_t walk_window = 8192,
                                              std::uint64_t* groups = nullptr, Lz4Walk walk = Lz4Walk::kTable,
                                              std::uint32_t split_region = 0, bool* split = nullptr,
-                                             Lz4Matches matches = Lz4Matches::kChain, std::uint64_t seed = 1) {
+                                             Lz4Matches matches = Lz4Matches::kOwnThenChain, std::uint64_t seed = 1) {
   if (split != nullptr) *split = false;
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;
@@ -375,6 +387,20 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
       return DecodeStatus::kCorrupt;
   std::vector<std::uint8_t> bytes;
   std::vector<std::uint32_t> words;
+  if (matches == Lz4Matches::kOwnThenChain) {
+    // the pattern over every match's output, then the own passes, segments in reverse order
+    for (const auto& r : recs)
+      for (const Lz4MatchRecord& m : r)
+        for (std::uint32_t i = 0; i < m.len; ++i) out[m.dst + i] = static_cast<std::uint8_t>(0x5Au ^ (m.dst + 3 * i));
+    for (std::uint32_t k = count; k-- > 0;) {
+      std::vector<Lz4MatchRecord> own, kept;
+      for (std::uint32_t i = 0; i < recs[k].size(); ++i)
+        (lz4_reads_own_literals(recs[k].data(), i, segs[k].out) ? own : kept).push_back(recs[k][i]);
+      const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return own[j]; };
+      lz4_copy_matches_host(out, n_out, own.size(), rec, bytes, words);
+      recs[k] = std::move(kept);
+    }
+  }
   std::uint64_t n_groups = 0;
   for (std::uint32_t k = 0; k < count; ++k) {
     const auto& r = recs[k];

@@ -1,5 +1,6 @@
 // A segment worker (one warp): takes pushed segments from the queue, parses each and copies its
-// literals, then its matches after the segment before (with pending bits, the ready pass first).
+// literals, then the matches that read only those literals (the own pass), then the others after
+// the segment before (with pending bits, the ready pass first instead of the own pass).
 // (A private part of cuda/decode/lz4_segments.cu: lz4_segments_private.cuh says what that means.)
 #pragma once
 
@@ -55,16 +56,20 @@ struct OutStores {
   __device__ void u16(std::uint32_t p, std::uint16_t x) const { *reinterpret_cast<std::uint16_t*>(out + p) = x; }
   __device__ void u8(std::uint32_t p, std::uint8_t x) const { out[p] = x; }
 };
-// One lane's match of at most kLz4LaneMatchMax bytes: with -DCS_LZ4_MATCH_WORDS=1 or 2 and
-// `words` in aligned words where the output starts 4-byte aligned (lz4_match_words.hpp), else
-// every byte loaded (from L2: other warps wrote them), then stored; byte i reads source index
-// i mod off, kept without a division.
+// One lane's match of at most kLz4LaneMatchMax bytes: with -DCS_LZ4_MATCH_WORDS=1 or 2 (the
+// default) and `words`, loaded in aligned words where the output starts 4-byte aligned
+// (lz4_match_words.hpp) and stored as CS_LZ4_MATCH_WORD_STORES says; else every byte loaded
+// (from L2: other warps wrote them), then stored, byte i reading source index i mod off (kept
+// without a division).
 __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& m, bool words = true) {
   if constexpr (kMatchWords) {
     if (words && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 && logic::lz4_match_words_fit(m)) {
       std::uint32_t w[logic::kLz4MatchWordsMax];
       logic::lz4_match_words_load(m, L2Words{reinterpret_cast<const unsigned*>(out)}, w);
-      logic::lz4_match_words_store(m, w, OutStores{out});
+      if constexpr (kMatchWordStores)
+        logic::lz4_match_words_store(m, w, OutStores{out});
+      else
+        logic::lz4_match_words_store_bytes(m, w, OutStores{out});
       return;
     }
   }
@@ -186,6 +191,47 @@ __device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchReco
   return g;
 }
 
+// The records of recs[0, nrec) that a pass left, moved down in order: bit i of `taken` says
+// that lane's record lane + 32 i was copied. Returns how many are left. (Record r goes to an
+// index <= r, after every lane has read its record.)
+__device__ std::uint32_t keep_records(logic::Lz4MatchRecord* recs, std::uint32_t nrec, std::uint32_t taken,
+                                      unsigned lane) {
+  std::uint32_t kept = 0;
+  for (std::uint32_t i = 0; i * 32 < nrec; ++i) {
+    const std::uint32_t r = lane + 32 * i;
+    const bool keep = r < nrec && (taken >> i & 1u) == 0;
+    const logic::Lz4MatchRecord m = keep ? recs[r] : logic::Lz4MatchRecord{0, 1, 0};
+    const unsigned mask = __ballot_sync(kFullMask, keep);
+    __syncwarp();
+    if (keep) recs[kept + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)))] = m;
+    kept += static_cast<std::uint32_t>(__popc(mask));
+    __syncwarp();
+  }
+  return kept;
+}
+
+// The own pass (on by default; -DCS_LZ4_OWN_FIRST=0 turns it off), after a segment's literals and before its wait for the
+// segment before: every short match that reads only this segment's literals
+// (logic::lz4_reads_own_literals) is copied now, a lane each, all at once (none reads another's
+// output), and leaves the chain. The others stay in recs, in order, for the chained pass; returns
+// their count. The literals are this warp's own stores, ordered before these loads by the
+// caller's __syncwarp; the chained pass reads these matches' bytes after the __syncwarp of
+// keep_records.
+__device__ std::uint32_t own_pass(std::uint8_t* out, logic::Lz4MatchRecord* recs, std::uint32_t nrec,
+                                  std::uint32_t seg_out, unsigned lane) {
+  constexpr std::uint32_t kPer = logic::kLz4SegmentSeqs / 32;
+  static_assert(kPer <= 32, "a lane's own mask is one word");
+  std::uint32_t own = 0;
+#pragma unroll 1
+  for (std::uint32_t i = 0; i < kPer; ++i) {
+    const std::uint32_t r = lane + 32 * i;
+    if (r < nrec && logic::lz4_reads_own_literals(recs, r, seg_out)) own |= 1u << i;
+  }
+  for (std::uint32_t left = own; left != 0; left &= left - 1)
+    lane_copy_match(out, recs[lane + 32 * static_cast<std::uint32_t>(__ffs(static_cast<int>(left)) - 1)]);
+  return keep_records(recs, nrec, own, lane);
+}
+
 // The ready pass of one segment with pending bits (codec/logic/lz4_match_bits.hpp, steps 1-3),
 // after its parse and literals: recs[0, nrec) its matches in output order, `bits` its buffer's
 // pending bits, `segs` and `flags` its buffer's slots, k the segment, `out0` its first output
@@ -253,20 +299,7 @@ __device__ std::uint32_t ready_pass(std::uint8_t* out, std::uint32_t* bits, logi
         lane_mark(bits, m.dst, m.dst + m.len, false);
       }
   }
-  // the rest moves down, in order (record r = 32 i + lane goes to an index <= r, after every
-  // lane has read its record)
-  std::uint32_t kept = 0;
-  for (std::uint32_t i = 0; i * 32 < nrec; ++i) {
-    const std::uint32_t r = lane + 32 * i;
-    const bool keep = r < nrec && (ready >> i & 1u) == 0;
-    const logic::Lz4MatchRecord m = keep ? recs[r] : logic::Lz4MatchRecord{0, 1, 0};
-    const unsigned mask = __ballot_sync(kFullMask, keep);
-    __syncwarp();
-    if (keep) recs[kept + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)))] = m;
-    kept += static_cast<std::uint32_t>(__popc(mask));
-    __syncwarp();
-  }
-  return kept;
+  return keep_records(recs, nrec, ready, lane);
 }
 
 // A segment worker's staged input is logic::kLz4SegmentWindow (1 KiB, not warp_copy.cuh's 2 KiB;
@@ -454,10 +487,13 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       nrec = 0;
     }
     __syncwarp();
-    // with pending bits, the matches whose bytes are final already go first, off the chain
+    // off the chain first: with pending bits, the matches whose bytes are final already (the
+    // ready pass); else those reading only this segment's literals (the own pass)
     std::uint32_t* bits = kReady && bits_base != kLz4NoBits ? s.bits + bits_base : nullptr;
     if (kReady && bits != nullptr)
       nrec = ready_pass(out, bits, recs, nrec, s.segs + base, s.flags + base, k, seg.out, lane);
+    else if (kOwnFirst)
+      nrec = own_pass(out, recs, nrec, seg.out, lane);
     // the chained pass: the other matches read the output of earlier segments' matches, so wait
     // for the segment before (pushed before this one, so a running warp has it)
     if (k != 0) {

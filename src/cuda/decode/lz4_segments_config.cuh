@@ -80,22 +80,41 @@ constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
 #endif
 constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
 static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
-// -DCS_LZ4_MATCH_WORDS=1: a short match is copied by its lane in aligned 4-byte words
-// (codec/logic/lz4_match_words.hpp) instead of byte by byte. Off by default: measured in session
-// 36 (two forms, each in its own call, against byte matches in the same call) it took 9 % off
-// the era5-like batch and 10-11 % off the mixed one, but made the synth fields 15 % slower (their
-// chain links, 14 % longer; docs/gpu_decoders.md). The form in the tree now (stores and shifts
-// without per-lane branches) was written after the last call and is not yet measured.
-// -DCS_LZ4_MATCH_WORDS=2 (for next session's A/B, compiled, not run on a GPU): words only for a
-// group of matches none of which overlaps its output, bytes for the others, so that no group
-// runs the overlapping lanes' byte picks beside the others' shifts (10-24 % of the synth fields'
-// groups hold such a match, 10 % of the era5-like ones': bench/micro/lz4_chain_matches.cpp).
+// The matches' copy. H200 kernel ms, medians of two rounds in one call each (session 37,
+// docs/gpu_decoders.md; era5-like 4 MiB x256 / mixed 64 KiB-1 MiB x1024 / synth fields x256):
+//  - CS_LZ4_OWN_FIRST=1 (the default): before a worker waits for the segment before, it copies
+//    the matches of its segment that read only the segment's literals (own_pass,
+//    logic::lz4_reads_own_literals), so that its link of the chain holds fewer groups (era5-like
+//    chunks: 10.5 -> 6.8 a segment; synth fields 13.6-16.0 -> 11.8-15.0;
+//    bench/micro/lz4_chain_matches.cpp). Against 0: 0.930 / 0.989 / 0.969. Not with the ready
+//    pass's bits, which take those matches and more.
+//  - CS_LZ4_MATCH_WORDS: 0 copies a short match byte by byte (16 loads a lane); 1 loads the
+//    aligned 4-byte words that hold its read range (codec/logic/lz4_match_words.hpp, at most 5);
+//    2 (the default) does so for a group none of whose matches overlaps its output, bytes for
+//    the others, the same choice on every lane (10-24 % of the synth fields' groups hold such a
+//    match, 10 % of the era5-like ones'). The own pass takes words for every short match with 1
+//    or 2.
+//  - CS_LZ4_MATCH_WORD_STORES: with words, 0 (the default) stores the destination a byte at a
+//    time from them (lz4_match_words_store_bytes: the same instructions on every lane), 1 in
+//    whole words with byte and half stores at the edges, whose per-alignment paths a warp of
+//    lanes at mixed alignments runs one after another.
+//  With the own pass, against bytes (WORDS=0): WORDS=2 with wide stores 0.983 / 0.890 / 1.072,
+//  with byte stores 0.930 / 0.929 / 0.926 (call 3); without it (session 36), WORDS=1 with wide
+//  stores 0.91 / 0.90 / 1.15, so words stayed off until the byte stores.
+#ifndef CS_LZ4_OWN_FIRST
+#define CS_LZ4_OWN_FIRST 1
+#endif
+constexpr bool kOwnFirst = CS_LZ4_OWN_FIRST != 0;
 #ifndef CS_LZ4_MATCH_WORDS
-#define CS_LZ4_MATCH_WORDS 0
+#define CS_LZ4_MATCH_WORDS 2
 #endif
 static_assert(CS_LZ4_MATCH_WORDS >= 0 && CS_LZ4_MATCH_WORDS <= 2, "CS_LZ4_MATCH_WORDS: 0, 1 or 2");
 constexpr bool kMatchWords = CS_LZ4_MATCH_WORDS != 0;
 constexpr bool kMatchWordsPerGroup = CS_LZ4_MATCH_WORDS == 2;
+#ifndef CS_LZ4_MATCH_WORD_STORES
+#define CS_LZ4_MATCH_WORD_STORES 0
+#endif
+constexpr bool kMatchWordStores = CS_LZ4_MATCH_WORD_STORES != 0;
 // The chain's wait on the segment before sleeps 64 ns a poll, doubling up to this (ns): each
 // poll is ~5 instructions of issue slots the SM's other warps could use (the wait was ~26 % of
 // the instructions executed in session 34's ncu).

@@ -161,7 +161,8 @@ TEST(Lz4MatchBits, ReadyPassTakesMostEra5LikeMatchesOffTheChain) {
     std::unique_ptr<std::uint8_t[]> in = exact_copy(enc);
     std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[src.size()]);
     std::uint64_t alone = 0;
-    ASSERT_EQ(logic::lz4_segments_decode_host(in.get(), enc.size(), out.get(), src.size(), 8192, &alone),
+    ASSERT_EQ(logic::lz4_segments_decode_host(in.get(), enc.size(), out.get(), src.size(), 8192, &alone,
+                                              logic::Lz4Walk::kTable, 0, nullptr, logic::Lz4Matches::kChain),
               DecodeStatus::kOk);
     const Result r = ready_first(enc, src.size(), 5);
     ASSERT_EQ(r.status, DecodeStatus::kOk);

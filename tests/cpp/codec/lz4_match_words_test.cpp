@@ -91,6 +91,13 @@ TEST(Lz4MatchWords, EveryShortMatchOfASmallOutputCopiesLikeTheByteRule) {
         EXPECT_EQ(written.size(), len);
         EXPECT_EQ(*once.begin(), dst);
         EXPECT_EQ(*once.rbegin(), dst + len - 1);
+        // the byte-store form: the same bytes, each once
+        std::vector<std::uint8_t> got_bytes = base;
+        std::vector<std::uint32_t> written_bytes;
+        logic::lz4_match_words_store_bytes(m, v, Stores{&got_bytes, &written_bytes, &misaligned});
+        ASSERT_EQ(got_bytes, want) << "byte stores: dst " << dst << " off " << off << " len " << len;
+        EXPECT_EQ(std::set<std::uint32_t>(written_bytes.begin(), written_bytes.end()), once);
+        EXPECT_EQ(written_bytes.size(), len);
       }
   EXPECT_GT(fitted, 10000u);
   EXPECT_GT(overlapping, 1000u);

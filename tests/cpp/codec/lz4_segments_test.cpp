@@ -21,6 +21,7 @@
 #include "codec/logic/lz4_segments_host.hpp"
 #include "codec/logic/lz4_table_pipeline.hpp"
 #include "codec_test_util.hpp"
+#include "era5_chunk.hpp"
 #include "liblz4_block.hpp"
 #include "lz4_craft.hpp"
 #include "lz4_serial.hpp"
@@ -38,11 +39,13 @@ struct Result {
 };
 
 Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
-                 logic::Lz4Walk walk = logic::Lz4Walk::kTable) {
+                 logic::Lz4Walk walk = logic::Lz4Walk::kTable,
+                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenChain) {
   const std::unique_ptr<std::uint8_t[]> src = exact_copy(in);
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
   Result r;
-  r.status = logic::lz4_segments_decode_host(src.get(), in.size(), dst.get(), size, window, &r.groups, walk);
+  r.status = logic::lz4_segments_decode_host(src.get(), in.size(), dst.get(), size, window, &r.groups, walk, 0,
+                                             nullptr, matches);
   r.bytes.assign(dst.get(), dst.get() + size);
   return r;
 }
@@ -54,12 +57,15 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
       for (int level : {0, 3, 9, 12}) {
         const Buf enc = liblz4_block(src, level);
         for (std::size_t window : {8192u, 296u}) {
+          // the chained passes alone (-DCS_LZ4_OWN_FIRST=0) on the small window, after own
+          // passes (the default) on the large one
           const Result r =
               segmented(enc, src.size(), window,
                         level == 3    ? logic::Lz4Walk::kSerial
                         : level == 9  ? logic::Lz4Walk::kTablePipeline
                         : level == 12 ? logic::Lz4Walk::kTableAhead
-                                      : logic::Lz4Walk::kTable);
+                                      : logic::Lz4Walk::kTable,
+                        window == 296u ? logic::Lz4Matches::kChain : logic::Lz4Matches::kOwnThenChain);
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
         }
@@ -1044,6 +1050,83 @@ TEST(Lz4Segments, GroupRuleRefusesEveryMatchThatReadsTheGroupsOutput) {
   const logic::Lz4MatchRecord longs[] = {{1000, 900, 17}, {1100, 900, 4}, {1200, 900, 17}};
   EXPECT_EQ(logic::lz4_group_size(longs, 3), 1u);
   EXPECT_EQ(logic::lz4_group_size(longs + 1, 2), 1u);
+}
+
+TEST(Lz4Segments, OwnPassTakesExactlyTheShortMatchesThatReadOnlyTheSegmentsLiterals) {
+  // a segment from 1000; its matches write 1010..1013, 1020..1023, 1040..1045, 1050..1053,
+  // 1060..1075, 1080..1083, 1100..1116, 1120..1123, 1130..1133 and the rest is literals
+  const logic::Lz4MatchRecord recs[] = {
+      {1010, 10, 4},   // reads 1000..1003: literals
+      {1020, 30, 4},   // reads 990..993: before the segment
+      {1040, 20, 6},   // reads 1020..1025: the second match's output
+      {1050, 26, 4},   // reads 1024..1027: literals (the second match ends at 1024)
+      {1060, 1, 16},   // reads 1059: a literal (off < len)
+      {1080, 21, 4},   // reads 1059..1062: a literal, then the fifth match's output
+      {1100, 60, 17},  // reads 1040..1056: long (the warp's)
+      {1120, 71, 4},   // reads 1049..1052: 1049 literal, 1050.. the fourth match's output
+      {1130, 116, 4},  // reads 1014..1017: literals (the first match ends at 1014)
+  };
+  const bool own[] = {true, false, false, true, true, false, false, false, true};
+  for (std::uint32_t i = 0; i < 9; ++i) EXPECT_EQ(logic::lz4_reads_own_literals(recs, i, 1000), own[i]) << i;
+  // the segment start bounds the range: at 1001 the first match reads one byte before it
+  EXPECT_FALSE(logic::lz4_reads_own_literals(recs, 0, 1001));
+  EXPECT_TRUE(logic::lz4_reads_own_literals(recs, 0, 1000));
+  // an offset past the segment's output start (or past dst itself) never wraps into "own"
+  const logic::Lz4MatchRecord far[] = {{1010, 2000, 4}};
+  EXPECT_FALSE(logic::lz4_reads_own_literals(far, 0, 1000));
+}
+
+TEST(Lz4Segments, OwnPassTakesGroupsOffTheChainOfEra5LikeChunks) {
+  // the own passes leave the chained passes about two thirds of their groups on the benchmark's
+  // era5-like chunks (bench/micro/lz4_chain_matches.cpp: 10.45 -> 6.79 a segment), same bytes
+  const Buf src = cubestream_bench::era5_chunk(std::size_t{1} << 18, 7919);
+  const Buf enc = liblz4_block(src, 0);
+  const Result own = segmented(enc, src.size());
+  const Result alone = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable, logic::Lz4Matches::kChain);
+  ASSERT_EQ(own.status, DecodeStatus::kOk);
+  ASSERT_EQ(alone.status, DecodeStatus::kOk);
+  EXPECT_TRUE(own.bytes == src);
+  EXPECT_TRUE(alone.bytes == src);
+  EXPECT_LT(own.groups * 10, alone.groups * 8) << own.groups << " of " << alone.groups;
+  EXPECT_GT(own.groups * 10, alone.groups * 4) << own.groups << " of " << alone.groups;
+}
+
+TEST(Lz4Segments, TheRecordSearchStepsCoverEveryIndex) {
+  static_assert(logic::lz4_search_top(256) == 128 && logic::lz4_search_top(300) == 256);
+  static_assert(logic::lz4_search_top(32) == 16 && logic::lz4_search_top(33) == 32 && logic::lz4_search_top(2) == 1);
+  for (std::uint32_t n = 2; n < 5000; ++n) {
+    const std::uint32_t t = logic::lz4_search_top(n);
+    EXPECT_GE(2 * t - 1, n - 1) << n;
+    EXPECT_LT(t - 1, n - 1) << n;  // no step wasted: one fewer would not reach n - 1
+  }
+}
+
+TEST(Lz4Segments, OwnPassAgreesWithAByteMapOfRandomSegments) {
+  // random segments of up to kLz4SegmentSeqs matches: the binary search against a map of which
+  // bytes are match output
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::uint32_t seg_out = 70000 + rng() % 100;
+    std::vector<logic::Lz4MatchRecord> recs;
+    std::vector<char> written(seg_out + 20000, 0);
+    std::uint32_t op = seg_out;
+    const std::uint32_t n = 1 + rng() % logic::kLz4SegmentSeqs;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      op += rng() % 4 == 0 ? 0 : rng() % 12;  // literals
+      const std::uint32_t len = 4 + (rng() % 8 == 0 ? rng() % 30 : rng() % 4);
+      const std::uint32_t off = 1 + (rng() % 4 == 0 ? rng() % 3000 : rng() % 60);
+      recs.push_back({op, off, len});
+      op += len;
+    }
+    written.resize(op + 1, 0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const logic::Lz4MatchRecord& m = recs[i];
+      bool expect = m.len <= logic::kLz4LaneMatchMax && m.off <= m.dst - seg_out;
+      for (std::uint32_t b = 0; expect && b < std::min(m.off, m.len); ++b) expect = written[m.dst - m.off + b] == 0;
+      ASSERT_EQ(logic::lz4_reads_own_literals(recs.data(), i, seg_out), expect) << trial << " " << i;
+      for (std::uint32_t b = 0; b < m.len; ++b) written[m.dst + b] = 1;
+    }
+  }
 }
 
 // Which blocks the segmented path takes (the rest go to the ring kernel): those decoding to at
