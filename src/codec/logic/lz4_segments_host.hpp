@@ -12,6 +12,7 @@
 
 #include "codec/logic/decode_status.hpp"
 #include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_literal_words.hpp"
 #include "codec/logic/lz4_match_bits.hpp"
 #include "codec/logic/lz4_match_words.hpp"
 #include "codec/logic/lz4_segments.hpp"
@@ -19,6 +20,44 @@
 #include "codec/logic/lz4_split_walk.hpp"
 
 namespace cubestream::codec::logic {
+
+// A literal of n bytes from in[from] to out[at] on the host, through the device's word copy
+// (lz4_literal_words.hpp, -DCS_LZ4_LIT_WORDS=1) where its source words lie inside the block,
+// else memcpy: positions relative to the aligned addresses at or below `in` and `out`, as the
+// device takes them, every word loaded and stored in turn. A loaded word's bytes before `in`
+// (the device's numcodecs header holds them) read as a pattern, which the copy must not keep; a
+// word past the block's end or without a byte of the literal aborts (proven bounds, not
+// properties of the input).
+inline void lz4_copy_literal_host(const std::uint8_t* in, std::uint32_t n_in, std::uint8_t* out, std::uint32_t from,
+                                  std::uint32_t at, std::uint32_t n) {
+  const auto in_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(in) & 3u);
+  const auto out_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 3u);
+  const std::uint32_t src = in_mis + from, dst = out_mis + at;
+  if (!lz4_literal_words_inside(src, n, in_mis + n_in)) {
+    std::memcpy(out + at, in + from, n);
+    return;
+  }
+  const auto load = [&](std::uint32_t w) {
+    if (4 * std::uint64_t{w} + 4 <= src || 4 * std::uint64_t{w} >= std::uint64_t{src} + n) std::abort();
+    std::uint32_t x = 0;
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      const std::uint32_t p = 4 * w + b;  // relative to in's aligned address
+      if (p >= in_mis + n_in) std::abort();
+      const std::uint8_t v = p >= in_mis ? in[p - in_mis] : static_cast<std::uint8_t>(0xC3u + b);
+      x |= std::uint32_t{v} << (8 * b);
+    }
+    return x;
+  };
+  struct Store {
+    std::uint8_t* out;
+    std::uint32_t mis;
+    void u32(std::uint32_t p, std::uint32_t x) const { std::memcpy(out + (p - mis), &x, 4); }
+    void u8(std::uint32_t p, std::uint8_t x) const { out[p - mis] = x; }
+  };
+  const std::uint32_t nw = lz4_literal_word_count(dst, n);
+  for (std::uint32_t j = 0; j < nw; ++j)
+    lz4_literal_word_store(dst, j, lz4_literal_word_load(src, dst, n, j, load), Store{out, out_mis});
+}
 
 // Segment k of a walked block on the host: its literals written to `out`, its matches appended
 // to *recs in output order (the device keeps them in shared memory). kCorrupt where the parse
@@ -52,7 +91,7 @@ inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint3
       op += lens[r];
     }
     for (std::uint32_t i = 0; i < rk.seqs; ++i) {
-      std::memcpy(out + all[i].dst - lits[i].len, in + lits[i].src, lits[i].len);
+      lz4_copy_literal_host(in, n_in, out, lits[i].src, all[i].dst - lits[i].len, lits[i].len);
       if (all[i].len != 0) recs->push_back(all[i]);
     }
     return DecodeStatus::kOk;
@@ -60,7 +99,9 @@ inline DecodeStatus lz4_segment_literals_host(const std::uint8_t* in, std::uint3
   Lz4StagedReader<Lz4MemcpyFill> rd{in, n_in, window.data(), window.size(), {}};
   const DecodeStatus st = lz4_segment_parse(rd, n_in, n_out, segs[k].in, end, segs[k].out,
                                             [&](const Lz4Sequence& s, std::uint32_t op) {
-                                              for (std::size_t i = 0; i < s.lit_len; ++i) out[op + i] = in[s.lit_src + i];
+                                              lz4_copy_literal_host(in, n_in, out,
+                                                                    static_cast<std::uint32_t>(s.lit_src), op,
+                                                                    static_cast<std::uint32_t>(s.lit_len));
                                               if (s.match_len != 0)
                                                 recs->push_back({op + static_cast<std::uint32_t>(s.lit_len),
                                                                  static_cast<std::uint32_t>(s.match_offset),

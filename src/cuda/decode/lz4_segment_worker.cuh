@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "codec/logic/lz4_literal_words.hpp"
 #include "codec/logic/lz4_match_bits.hpp"
 #include "codec/logic/lz4_match_words.hpp"
 #include "codec/logic/lz4_segments.hpp"
@@ -49,6 +50,12 @@ __device__ void warp_mark(std::uint32_t* bits, std::uint32_t a, std::uint32_t b,
 struct L2Words {
   const unsigned* p;
   __device__ std::uint32_t operator()(std::uint32_t w) const { return __ldcg(p + w); }
+};
+// The input's aligned words through the read-only path (the literal copy's loads,
+// codec/logic/lz4_literal_words.hpp).
+struct InWords {
+  const unsigned* p;
+  __device__ std::uint32_t operator()(std::uint32_t w) const { return __ldg(p + w); }
 };
 struct OutStores {
   std::uint8_t* out;
@@ -91,9 +98,11 @@ __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& 
 // 32 / kLitLanes at once, lane r of a group taking bytes r, r + kLitLanes, ... of its literal,
 // four loads before their stores. (Loading a group of 8 sequences' literals a byte a lane for
 // every member, session 35, measured 3 % slower on the era5-like batch with the serial parse
-// and 10 % slower with the runs' parse: docs/gpu_decoders.md.)
-__device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::uint32_t my_src, std::uint32_t my_lit,
-                              std::uint32_t my_op, std::uint32_t c, unsigned lane) {
+// and 10 % slower with the runs' parse: docs/gpu_decoders.md.) With -DCS_LZ4_LIT_WORDS=1 lane r
+// of a group takes destination words r, r + kLitLanes, ... instead (lz4_literal_words.hpp), two
+// at once, where the literal's source words lie inside `in` (in_size bytes), else bytes.
+__device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::uint32_t in_size, std::uint32_t my_src,
+                              std::uint32_t my_lit, std::uint32_t my_op, std::uint32_t c, unsigned lane) {
   if constexpr (kLitLanes == 32) {
     for (std::uint32_t u = 0; u < c; ++u) {
       const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
@@ -110,6 +119,32 @@ __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::ui
       const std::uint32_t lit = u < c ? lit_u : 0u;
       const std::uint8_t* src = in + from;
       std::uint8_t* dst = out + at;
+      if constexpr (kLitWords) {
+        // positions relative to the 4-byte aligned addresses at or below `in` and `out`
+        const auto in_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(in) & 3u);
+        const auto out_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 3u);
+        const std::uint32_t s = in_mis + from, d = out_mis + at;
+        if (logic::lz4_literal_words_inside(s, lit, in_mis + in_size)) {
+          constexpr std::uint32_t kWordsAtOnce = 2;
+          const InWords load{reinterpret_cast<const unsigned*>(in - in_mis)};
+          const OutStores st{out - out_mis};
+          const std::uint32_t nw = logic::lz4_literal_word_count(d, lit);
+          for (std::uint32_t j0 = r; j0 < nw; j0 += kWordsAtOnce * kLitLanes) {
+            logic::Lz4LiteralWord w[kWordsAtOnce];
+#pragma unroll
+            for (std::uint32_t q = 0; q < kWordsAtOnce; ++q) {
+              const std::uint32_t j = j0 + q * kLitLanes;
+              w[q] = j < nw ? logic::lz4_literal_word_load(s, d, lit, j, load) : logic::Lz4LiteralWord{0, 0, 0};
+            }
+#pragma unroll
+            for (std::uint32_t q = 0; q < kWordsAtOnce; ++q) {
+              const std::uint32_t j = j0 + q * kLitLanes;
+              if (j < nw) logic::lz4_literal_word_store(d, j, w[q], st);
+            }
+          }
+          continue;
+        }
+      }
       for (std::uint32_t k = r; k < lit; k += kUnroll * kLitLanes) {
         std::uint8_t v[kUnroll];
 #pragma unroll
@@ -440,7 +475,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
           const std::uint32_t u = u0 + lane, c = seqs - u0 < 32 ? seqs - u0 : 32u;
           const logic::Lz4Literal lit = u < seqs ? lits[u] : logic::Lz4Literal{0, 0};
           const std::uint32_t dst = u < seqs ? recs[u].dst - lit.len : 0u;
-          copy_literals(out, in, lit.src, lit.len, dst, c, lane);
+          copy_literals(out, in, in_size, lit.src, lit.len, dst, c, lane);
         }
         nrec = recs[seqs - 1].len == 0 ? seqs - 1 : seqs;
       }
@@ -472,7 +507,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
             break;
           }
         }
-        copy_literals(out, in, my_src, my_lit, my_op, c, lane);
+        copy_literals(out, in, in_size, my_src, my_lit, my_op, c, lane);
         const bool has = lane < c && my_len != 0;
         const unsigned mask = __ballot_sync(kFullMask, has);
         const std::uint32_t idx = nrec + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)));

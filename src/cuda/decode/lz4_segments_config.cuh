@@ -80,6 +80,14 @@ constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
 #endif
 constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
 static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
+// -DCS_LZ4_LIT_WORDS=1 (with kLitLanes < 32): a literal's lanes take its aligned destination
+// words, two at once, a word store for each word that is all literal and byte stores at its
+// two edges (codec/logic/lz4_literal_words.hpp), instead of a byte a load and a store. Written in
+// session 37 without a GPU: compiled, tested on the host, not measured, so off by default.
+#ifndef CS_LZ4_LIT_WORDS
+#define CS_LZ4_LIT_WORDS 0
+#endif
+constexpr bool kLitWords = CS_LZ4_LIT_WORDS != 0 && kLitLanes < 32;
 // The matches' copy. H200 kernel ms, medians of two rounds in one call each (session 37,
 // docs/gpu_decoders.md; era5-like 4 MiB x256 / mixed 64 KiB-1 MiB x1024 / synth fields x256):
 //  - CS_LZ4_OWN_FIRST=1 (the default): before a worker waits for the segment before, it copies
