@@ -14,8 +14,9 @@
 #   last      the buffer that ends last: its walk's end and its lag
 # then, for the sampled buffers of the case's last launch, the chain: the walk's pace (a push
 # every .. us), the chain's pace (a segment done every .. us), and per segment (medians, us) the
-# take (push to take), the parse (take to parse end), the wait (parse end to the segment before
-# done) and its own copy (after both), and the final lag -> $OUT/timeline.txt; each case's raw
+# take (push to take), the parse (take to the wait: the parse, the literals and the own pass or
+# the ready pass), the wait (to the segment before done) and its own copy (after both), and the
+# final lag -> $OUT/timeline.txt; each case's raw
 # stamps in $OUT/tl_<n>.txt.gz and the bench's own output in $OUT/bench_<n>.txt (n from 1).
 #
 #   OUT=/empty/dir CASES="era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4;era5_4MiB x1 / lz4" \

@@ -9,9 +9,10 @@
 // for (docs/gpu_decoders.md, session 36: the workers wait on that chain for over half their
 // cycles). In words a 16-byte match is at most 5 loads and 6 stores.
 //
-// Measured (H200, docs/gpu_decoders.md): in session 36 with wide stores (below), the era5-like
-// batch 9 % and the mixed one 10-11 % faster, the synth fields 15 % slower, whose chain links
-// grew 14 %. In session 37, with the own pass, words only for groups without an overlapping
+// Measured (H200, docs/gpu_decoders.md): with wide stores (below), the era5-like batch 7-9 %
+// and the mixed one 9-11 % faster, the synth fields 15-16 % slower, whose chain links grew 14 %
+// (session 36, an earlier form of the wide stores, and session 37's call 1, this one). In
+// session 37, with the own pass, words only for groups without an overlapping
 // match (-DCS_LZ4_MATCH_WORDS=2) and the destination stored a byte at a time from the words
 // (lz4_match_words_store_bytes, -DCS_LZ4_MATCH_WORD_STORES=0), all three 7 % faster than byte
 // copies: that is the device's default (cuda/decode/lz4_segments_config.cuh). The host run of
@@ -152,8 +153,9 @@ CS_HD inline void lz4_match_words_store(const Lz4MatchRecord& m, const std::uint
 // stores under conditions, the same instructions on every lane whatever its alignment (where
 // the wide form's edge words take a different path per alignment, which a warp of lanes at
 // mixed alignments runs one after another). The device's default (-DCS_LZ4_MATCH_WORD_STORES=0)
-// since session 37: against the wide form, 5 % and 14 % less kernel time on the era5-like batch
-// and the synth fields, 4 % more on the mixed one.
+// since session 37: against the wide form, 14 % less kernel time on the synth fields and 4 %
+// more on the mixed batch (both in two calls' runs); on the era5-like batch level with one
+// call's wide-form runs and 5 % less than the other's.
 CS_HD_TEMPLATE
 template <class Store>
 CS_HD inline void lz4_match_words_store_bytes(const Lz4MatchRecord& m, const std::uint32_t (&v)[kLz4MatchWordsMax],

@@ -245,19 +245,21 @@ __device__ std::uint32_t keep_records(logic::Lz4MatchRecord* recs, std::uint32_t
   return kept;
 }
 
-// The own pass (on by default; -DCS_LZ4_OWN_FIRST=0 turns it off), after a segment's literals and before its wait for the
-// segment before: every short match that reads only this segment's literals
-// (logic::lz4_reads_own_literals) is copied now, a lane each, all at once (none reads another's
-// output), and leaves the chain. The others stay in recs, in order, for the chained pass; returns
-// their count. The literals are this warp's own stores, ordered before these loads by the
-// caller's __syncwarp; the chained pass reads these matches' bytes after the __syncwarp of
-// keep_records.
+// The own pass (on by default; -DCS_LZ4_OWN_FIRST=0 turns it off), after a segment's literals
+// and before its wait for the segment before: every short match that reads only this segment's
+// literals (logic::lz4_reads_own_literals) is copied now, a lane each, all at once (none reads
+// another's output), and leaves the chain. The others stay in recs, in order, for the chained
+// pass; returns their count. The literals are this warp's own stores, ordered before these loads
+// by the caller's __syncwarp; the chained pass reads these matches' bytes after the __syncwarp
+// of keep_records. With the word copy every own match takes it, an overlapping one too (its
+// lane's byte picks then run beside the others' shifts, the divergence -DCS_LZ4_MATCH_WORDS=2
+// spares the groups; such matches are 0.5-1.5 % of the short ones, and this was not measured
+// apart).
 __device__ std::uint32_t own_pass(std::uint8_t* out, logic::Lz4MatchRecord* recs, std::uint32_t nrec,
                                   std::uint32_t seg_out, unsigned lane) {
   constexpr std::uint32_t kPer = logic::kLz4SegmentSeqs / 32;
   static_assert(kPer <= 32, "a lane's own mask is one word");
   std::uint32_t own = 0;
-#pragma unroll 1
   for (std::uint32_t i = 0; i < kPer; ++i) {
     const std::uint32_t r = lane + 32 * i;
     if (r < nrec && logic::lz4_reads_own_literals(recs, r, seg_out)) own |= 1u << i;

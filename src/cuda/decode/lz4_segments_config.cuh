@@ -96,7 +96,7 @@ constexpr bool kLitWords = CS_LZ4_LIT_WORDS != 0 && kLitLanes < 32;
 //    chunks: 10.5 -> 6.8 a segment; synth fields 13.6-16.0 -> 11.8-15.0;
 //    bench/micro/lz4_chain_matches.cpp). Against 0: 0.930 / 0.989 / 0.969. Not with the ready
 //    pass's bits, which take those matches and more.
-//  - CS_LZ4_MATCH_WORDS: 0 copies a short match byte by byte (16 loads a lane); 1 loads the
+//  - CS_LZ4_MATCH_WORDS: 0 copies a short match byte by byte (up to 16 loads a lane); 1 loads the
 //    aligned 4-byte words that hold its read range (codec/logic/lz4_match_words.hpp, at most 5);
 //    2 (the default) does so for a group none of whose matches overlaps its output, bytes for
 //    the others, the same choice on every lane (10-24 % of the synth fields' groups hold such a
@@ -106,9 +106,11 @@ constexpr bool kLitWords = CS_LZ4_LIT_WORDS != 0 && kLitLanes < 32;
 //    time from them (lz4_match_words_store_bytes: the same instructions on every lane), 1 in
 //    whole words with byte and half stores at the edges, whose per-alignment paths a warp of
 //    lanes at mixed alignments runs one after another.
-//  With the own pass, against bytes (WORDS=0): WORDS=2 with wide stores 0.983 / 0.890 / 1.072,
-//  with byte stores 0.930 / 0.929 / 0.926 (call 3); without it (session 36), WORDS=1 with wide
-//  stores 0.91 / 0.90 / 1.15, so words stayed off until the byte stores.
+//  With the own pass, against bytes (WORDS=0): WORDS=2 with wide stores 0.929-0.983 /
+//  0.890-0.892 / 1.071-1.072 (calls 2 and 3), with byte stores 0.930 / 0.929 / 0.926 (call 3).
+//  Without it, the wide stores: WORDS=1 0.929 / 0.913 / 1.160 and WORDS=2 0.916 / 0.911 / 1.061
+//  (call 1; session 36 measured an earlier form of them at 0.91 / 0.90 / 1.15), so words stayed
+//  off until the byte stores.
 #ifndef CS_LZ4_OWN_FIRST
 #define CS_LZ4_OWN_FIRST 1
 #endif

@@ -91,10 +91,19 @@ TEST(Lz4MatchWords, EveryShortMatchOfASmallOutputCopiesLikeTheByteRule) {
         EXPECT_EQ(written.size(), len);
         EXPECT_EQ(*once.begin(), dst);
         EXPECT_EQ(*once.rbegin(), dst + len - 1);
-        // the byte-store form: the same bytes, each once
+        // the byte-store form: the same bytes, each once, and nothing but byte stores
         std::vector<std::uint8_t> got_bytes = base;
         std::vector<std::uint32_t> written_bytes;
-        logic::lz4_match_words_store_bytes(m, v, Stores{&got_bytes, &written_bytes, &misaligned});
+        struct ByteStores {
+          Stores s;
+          bool* wide;
+          void u32(std::uint32_t p, std::uint32_t x) const { *wide = true, s.u32(p, x); }
+          void u16(std::uint32_t p, std::uint16_t x) const { *wide = true, s.u16(p, x); }
+          void u8(std::uint32_t p, std::uint8_t x) const { s.u8(p, x); }
+        };
+        bool wide = false;
+        logic::lz4_match_words_store_bytes(m, v, ByteStores{Stores{&got_bytes, &written_bytes, &misaligned}, &wide});
+        EXPECT_FALSE(wide) << "a wide store in the byte form: dst " << dst << " off " << off << " len " << len;
         ASSERT_EQ(got_bytes, want) << "byte stores: dst " << dst << " off " << off << " len " << len;
         EXPECT_EQ(std::set<std::uint32_t>(written_bytes.begin(), written_bytes.end()), once);
         EXPECT_EQ(written_bytes.size(), len);

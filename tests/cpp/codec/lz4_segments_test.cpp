@@ -1062,7 +1062,7 @@ TEST(Lz4Segments, OwnPassTakesExactlyTheShortMatchesThatReadOnlyTheSegmentsLiter
       {1050, 26, 4},   // reads 1024..1027: literals (the second match ends at 1024)
       {1060, 1, 16},   // reads 1059: a literal (off < len)
       {1080, 21, 4},   // reads 1059..1062: a literal, then the fifth match's output
-      {1100, 60, 17},  // reads 1040..1056: long (the warp's)
+      {1100, 1, 17},   // reads 1099, a literal, but long (the warp's)
       {1120, 71, 4},   // reads 1049..1052: 1049 literal, 1050.. the fourth match's output
       {1130, 116, 4},  // reads 1014..1017: literals (the first match ends at 1014)
   };
