@@ -15,8 +15,11 @@
 // of them the literal's bytes [lo, hi) with lo = max(4 j - t, 0) and hi = min(4 j + 4 - t, n).
 //  - the loads: the aligned source words that hold source bytes [src + lo, src + hi), one or
 //    two, and no other (every word loaded holds a byte of the literal, so it lies within 3 bytes
-//    of the literal's source range: the caller checks that those bytes are inside its buffer,
-//    lz4_literal_words_inside);
+//    of the literal's source range). At the end of the caller's buffer the last word could pass
+//    it: the caller copies in words only the literal's first lz4_literal_words_head bytes, whose
+//    words all end inside it, and the rest (at most 3 bytes) by bytes. Before the literal the
+//    first word starts at most 3 bytes early: the caller's buffer must hold those (on the device
+//    the numcodecs header does);
 //  - the word: the 8 bytes of the two words shifted so that source byte src + lo lands on
 //    destination byte (dst + lo) & 3;
 //  - the stores: the whole word where it is all literal (every word but the first and the last),
@@ -34,11 +37,13 @@ CS_HD inline std::uint32_t lz4_literal_word_count(std::uint32_t dst, std::uint32
   return n == 0 ? 0u : ((dst & 3u) + n + 3) >> 2;
 }
 
-// Whether every source word that a word copy of n bytes from src loads lies inside the buffer
-// [0, end) of source positions: the first is src & ~3 (never below 0), the last ends at
-// (src + n + 3) & ~3.
-CS_HD inline bool lz4_literal_words_inside(std::uint32_t src, std::uint32_t n, std::uint32_t end) {
-  return ((src + n + 3) & ~3u) <= end;
+// How many of a literal's n bytes from source position src a word copy takes so that every
+// source word it loads ends at or before `end` (the buffer's end): all n where src + n is at or
+// below the last aligned position <= end, else up to that position (the rest, at most 3 bytes,
+// go by bytes). The words of a copy of m >= 1 bytes end at (src + m + 3) & ~3.
+CS_HD inline std::uint32_t lz4_literal_words_head(std::uint32_t src, std::uint32_t n, std::uint32_t end) {
+  const std::uint32_t lim = end & ~3u;
+  return src + n <= lim ? n : lim > src ? lim - src : 0u;
 }
 
 // The loaded half of destination word j: its value (the literal's bytes at their destination

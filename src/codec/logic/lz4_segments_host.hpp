@@ -21,10 +21,10 @@
 
 namespace cubestream::codec::logic {
 
-// A literal of n bytes from in[from] to out[at] on the host, through the device's word copy
-// (lz4_literal_words.hpp, -DCS_LZ4_LIT_WORDS=1) where its source words lie inside the block,
-// else memcpy: positions relative to the aligned addresses at or below `in` and `out`, as the
-// device takes them, every word loaded and stored in turn. A loaded word's bytes before `in`
+// A literal of n bytes from in[from] to out[at] on the host as the device copies it with
+// -DCS_LZ4_LIT_WORDS=1 (lz4_literal_words.hpp): its head in words, positions relative to the
+// aligned addresses at or below `in` and `out`, every word loaded and stored in turn; the rest
+// (at most 3 bytes at the block's end) by memcpy. A loaded word's bytes before `in`
 // (the device's numcodecs header holds them) read as a pattern, which the copy must not keep; a
 // word past the block's end or without a byte of the literal aborts (proven bounds, not
 // properties of the input).
@@ -33,12 +33,10 @@ inline void lz4_copy_literal_host(const std::uint8_t* in, std::uint32_t n_in, st
   const auto in_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(in) & 3u);
   const auto out_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 3u);
   const std::uint32_t src = in_mis + from, dst = out_mis + at;
-  if (!lz4_literal_words_inside(src, n, in_mis + n_in)) {
-    std::memcpy(out + at, in + from, n);
-    return;
-  }
+  const std::uint32_t head = lz4_literal_words_head(src, n, in_mis + n_in);
+  std::memcpy(out + at + head, in + from + head, n - head);
   const auto load = [&](std::uint32_t w) {
-    if (4 * std::uint64_t{w} + 4 <= src || 4 * std::uint64_t{w} >= std::uint64_t{src} + n) std::abort();
+    if (4 * std::uint64_t{w} + 4 <= src || 4 * std::uint64_t{w} >= std::uint64_t{src} + head) std::abort();
     std::uint32_t x = 0;
     for (std::uint32_t b = 0; b < 4; ++b) {
       const std::uint32_t p = 4 * w + b;  // relative to in's aligned address
@@ -54,9 +52,9 @@ inline void lz4_copy_literal_host(const std::uint8_t* in, std::uint32_t n_in, st
     void u32(std::uint32_t p, std::uint32_t x) const { std::memcpy(out + (p - mis), &x, 4); }
     void u8(std::uint32_t p, std::uint8_t x) const { out[p - mis] = x; }
   };
-  const std::uint32_t nw = lz4_literal_word_count(dst, n);
+  const std::uint32_t nw = lz4_literal_word_count(dst, head);
   for (std::uint32_t j = 0; j < nw; ++j)
-    lz4_literal_word_store(dst, j, lz4_literal_word_load(src, dst, n, j, load), Store{out, out_mis});
+    lz4_literal_word_store(dst, j, lz4_literal_word_load(src, dst, head, j, load), Store{out, out_mis});
 }
 
 // Segment k of a walked block on the host: its literals written to `out`, its matches appended

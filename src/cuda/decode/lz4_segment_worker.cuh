@@ -100,7 +100,7 @@ __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& 
 // every member, session 35, measured 3 % slower on the era5-like batch with the serial parse
 // and 10 % slower with the runs' parse: docs/gpu_decoders.md.) With -DCS_LZ4_LIT_WORDS=1 lane r
 // of a group takes destination words r, r + kLitLanes, ... instead (lz4_literal_words.hpp), two
-// at once, where the literal's source words lie inside `in` (in_size bytes), else bytes.
+// at once (lz4_literal_words_head: up to 3 bytes at the block's end go by bytes).
 __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::uint32_t in_size, std::uint32_t my_src,
                               std::uint32_t my_lit, std::uint32_t my_op, std::uint32_t c, unsigned lane) {
   if constexpr (kLitLanes == 32) {
@@ -120,42 +120,45 @@ __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::ui
       const std::uint8_t* src = in + from;
       std::uint8_t* dst = out + at;
       if constexpr (kLitWords) {
-        // positions relative to the 4-byte aligned addresses at or below `in` and `out`
+        // positions relative to the 4-byte aligned addresses at or below `in` and `out`; the
+        // first source word starts at most 3 bytes before a literal, inside the numcodecs header
+        // before `in` (in_mis <= 3 < 4), and the head's words end inside the block
         const auto in_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(in) & 3u);
         const auto out_mis = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(out) & 3u);
         const std::uint32_t s = in_mis + from, d = out_mis + at;
-        if (logic::lz4_literal_words_inside(s, lit, in_mis + in_size)) {
-          constexpr std::uint32_t kWordsAtOnce = 2;
-          const InWords load{reinterpret_cast<const unsigned*>(in - in_mis)};
-          const OutStores st{out - out_mis};
-          const std::uint32_t nw = logic::lz4_literal_word_count(d, lit);
-          for (std::uint32_t j0 = r; j0 < nw; j0 += kWordsAtOnce * kLitLanes) {
-            logic::Lz4LiteralWord w[kWordsAtOnce];
+        const std::uint32_t head = logic::lz4_literal_words_head(s, lit, in_mis + in_size);
+        constexpr std::uint32_t kWordsAtOnce = 2;
+        const InWords load{reinterpret_cast<const unsigned*>(in - in_mis)};
+        const OutStores st{out - out_mis};  // (every store at an offset >= d >= out_mis)
+        const std::uint32_t nw = logic::lz4_literal_word_count(d, head);
+        for (std::uint32_t j0 = r; j0 < nw; j0 += kWordsAtOnce * kLitLanes) {
+          logic::Lz4LiteralWord w[kWordsAtOnce];
 #pragma unroll
-            for (std::uint32_t q = 0; q < kWordsAtOnce; ++q) {
-              const std::uint32_t j = j0 + q * kLitLanes;
-              w[q] = j < nw ? logic::lz4_literal_word_load(s, d, lit, j, load) : logic::Lz4LiteralWord{0, 0, 0};
-            }
-#pragma unroll
-            for (std::uint32_t q = 0; q < kWordsAtOnce; ++q) {
-              const std::uint32_t j = j0 + q * kLitLanes;
-              if (j < nw) logic::lz4_literal_word_store(d, j, w[q], st);
-            }
+          for (std::uint32_t q = 0; q < kWordsAtOnce; ++q) {
+            const std::uint32_t j = j0 + q * kLitLanes;
+            w[q] = j < nw ? logic::lz4_literal_word_load(s, d, head, j, load) : logic::Lz4LiteralWord{0, 0, 0};
           }
-          continue;
-        }
-      }
-      for (std::uint32_t k = r; k < lit; k += kUnroll * kLitLanes) {
-        std::uint8_t v[kUnroll];
 #pragma unroll
-        for (std::uint32_t q = 0; q < kUnroll; ++q) {
-          const std::uint32_t i = k + q * kLitLanes;
-          v[q] = i < lit ? __ldg(src + i) : std::uint8_t{0};
+          for (std::uint32_t q = 0; q < kWordsAtOnce; ++q) {
+            const std::uint32_t j = j0 + q * kLitLanes;
+            if (j < nw) logic::lz4_literal_word_store(d, j, w[q], st);
+          }
         }
+        // the block's last literal may leave up to 3 bytes
+        for (std::uint32_t k = head + r; k < lit; k += kLitLanes) dst[k] = __ldg(src + k);
+      } else {
+        for (std::uint32_t k = r; k < lit; k += kUnroll * kLitLanes) {
+          std::uint8_t v[kUnroll];
 #pragma unroll
-        for (std::uint32_t q = 0; q < kUnroll; ++q) {
-          const std::uint32_t i = k + q * kLitLanes;
-          if (i < lit) dst[i] = v[q];
+          for (std::uint32_t q = 0; q < kUnroll; ++q) {
+            const std::uint32_t i = k + q * kLitLanes;
+            v[q] = i < lit ? __ldg(src + i) : std::uint8_t{0};
+          }
+#pragma unroll
+          for (std::uint32_t q = 0; q < kUnroll; ++q) {
+            const std::uint32_t i = k + q * kLitLanes;
+            if (i < lit) dst[i] = v[q];
+          }
         }
       }
     }

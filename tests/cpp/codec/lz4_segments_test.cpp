@@ -38,15 +38,20 @@ struct Result {
   std::uint64_t groups = 0;
 };
 
+// `mis` (0..15) places the input at mis % 4 and the output at mis / 4 bytes past a 4-byte
+// aligned address (the word copies of literals and matches take their positions relative to the
+// aligned addresses below them); the allocations then start that many bytes before them.
 Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
                  logic::Lz4Walk walk = logic::Lz4Walk::kTable,
-                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenChain) {
-  const std::unique_ptr<std::uint8_t[]> src = exact_copy(in);
-  std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
+                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenChain, unsigned mis = 0) {
+  const unsigned in_mis = mis % 4, out_mis = mis / 4 % 4;
+  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in_mis + (in.empty() ? 1 : in.size())]);
+  if (!in.empty()) std::memcpy(src.get() + in_mis, in.data(), in.size());
+  std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[out_mis + (size == 0 ? 1 : size)]);
   Result r;
-  r.status = logic::lz4_segments_decode_host(src.get(), in.size(), dst.get(), size, window, &r.groups, walk, 0,
-                                             nullptr, matches);
-  r.bytes.assign(dst.get(), dst.get() + size);
+  r.status = logic::lz4_segments_decode_host(src.get() + in_mis, in.size(), dst.get() + out_mis, size, window,
+                                             &r.groups, walk, 0, nullptr, matches);
+  r.bytes.assign(dst.get() + out_mis, dst.get() + out_mis + size);
   return r;
 }
 
@@ -58,14 +63,15 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
         const Buf enc = liblz4_block(src, level);
         for (std::size_t window : {8192u, 296u}) {
           // the chained passes alone (-DCS_LZ4_OWN_FIRST=0) on the small window, after own
-          // passes (the default) on the large one
+          // passes (the default) on the large one; input and output at every alignment
           const Result r =
               segmented(enc, src.size(), window,
                         level == 3    ? logic::Lz4Walk::kSerial
                         : level == 9  ? logic::Lz4Walk::kTablePipeline
                         : level == 12 ? logic::Lz4Walk::kTableAhead
                                       : logic::Lz4Walk::kTable,
-                        window == 296u ? logic::Lz4Matches::kChain : logic::Lz4Matches::kOwnThenChain);
+                        window == 296u ? logic::Lz4Matches::kChain : logic::Lz4Matches::kOwnThenChain,
+                        static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16));
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
         }
