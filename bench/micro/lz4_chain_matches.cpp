@@ -41,7 +41,7 @@ std::uint64_t groups_of(const std::vector<logic::Lz4MatchRecord>& r) {
 void count(const char* name, const std::vector<Bytes>& raws) {
   std::uint64_t segs = 0, matches = 0, groups = 0, overlapping = 0, groups_overlap = 0, own = 0, chained = 0;
   std::uint64_t lens[logic::kLz4LaneMatchMax + 2] = {};
-  std::uint64_t lvl[4] = {}, lvl_chained[4] = {};
+  std::uint64_t lvl[4] = {}, lvl_chained[4] = {}, dep_passes = 0, dep_levels = 0;
   for (const Bytes& raw : raws) {
     Bytes enc(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw.size()))));
     const int n = LZ4_compress_default(reinterpret_cast<const char*>(raw.data()), reinterpret_cast<char*>(enc.data()),
@@ -106,6 +106,28 @@ void count(const char* name, const std::vector<Bytes>& raws) {
         }
         lvl_chained[d] += groups_of(left);
       }
+      // the chained matches (all but level 0) in dependency levels: level 0 reads no output of
+      // another chained match of the segment, level d one of level d - 1 at most; a level's
+      // short matches go 32 at a time, its long ones one by one
+      {
+        std::vector<logic::Lz4MatchRecord> rest0;
+        for (std::size_t i = 0; i < r.size(); ++i)
+          if (level[i] != 0) rest0.push_back(r[i]);
+        std::vector<int> dl(rest0.size(), 0);
+        std::vector<std::uint64_t> shorts, longs;
+        for (std::size_t i = 0; i < rest0.size(); ++i) {
+          const logic::Lz4MatchRecord& m = rest0[i];
+          const std::uint32_t a = m.dst - m.off, e = a + std::min(m.off, m.len);
+          int l = 0;
+          for (std::size_t j = 0; j < i; ++j)
+            if (rest0[j].dst < e && rest0[j].dst + rest0[j].len > a) l = std::max(l, dl[j] + 1);
+          dl[i] = l;
+          if (static_cast<std::size_t>(l) >= shorts.size()) shorts.resize(l + 1), longs.resize(l + 1);
+          (m.len > logic::kLz4LaneMatchMax ? longs : shorts)[l] += 1;
+        }
+        for (std::size_t l = 0; l < shorts.size(); ++l) dep_passes += (shorts[l] + 31) / 32 + longs[l];
+        dep_levels += shorts.size();
+      }
       for (std::uint32_t at = 0; at < r.size();) {
         const std::uint32_t g = logic::lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
         bool any = false;
@@ -131,6 +153,8 @@ void count(const char* name, const std::vector<Bytes>& raws) {
   for (int d = 0; d < 4; ++d)
     std::printf("%-26s level %d %.1f %%; chained groups/segment without levels <= %d: %.2f\n", "", d,
                 100.0 * static_cast<double>(lvl[d]) / m, d, static_cast<double>(lvl_chained[d]) / s);
+  std::printf("%-26s after level 0, in dependency levels: %.2f levels, %.2f passes a segment\n", "",
+              static_cast<double>(dep_levels) / s, static_cast<double>(dep_passes) / s);
 }
 
 }  // namespace

@@ -887,19 +887,47 @@ inline constexpr std::uint32_t kLz4SegmentSearchTop = lz4_search_top(kLz4Segment
 // The range ends at or before recs[i].dst, so only earlier records can meet it, and since their
 // outputs are sorted and disjoint, only the last one starting below the range's end: found by a
 // binary search in fixed steps (the same number of steps on every lane of a warp).
+// How many of recs[0, i) (outputs sorted by dst) start below position `end`.
+CS_HD inline std::uint32_t lz4_records_below(const Lz4MatchRecord* recs, std::uint32_t i, std::uint32_t end) {
+  std::uint32_t pos = 0;
+  for (std::uint32_t step = kLz4SegmentSearchTop; step != 0; step >>= 1) {
+    const std::uint32_t probe = pos + step - 1;
+    if (probe < i && recs[probe].dst < end) pos += step;
+  }
+  return pos;
+}
+
 CS_HD inline bool lz4_reads_own_literals(const Lz4MatchRecord* recs, std::uint32_t i, std::uint32_t seg_out) {
   const Lz4MatchRecord m = recs[i];
   // dst - seg_out >= off, not dst - off >= seg_out: no wrap where off > dst (a corrupt record
   // never gets here, but the test costs nothing)
   if (m.len > kLz4LaneMatchMax || m.dst - seg_out < m.off) return false;
   const std::uint32_t a = m.dst - m.off, end = a + (m.off < m.len ? m.off : m.len);
-  // pos: how many of recs[0, i) start below end
-  std::uint32_t pos = 0;
-  for (std::uint32_t step = kLz4SegmentSearchTop; step != 0; step >>= 1) {
-    const std::uint32_t probe = pos + step - 1;
-    if (probe < i && recs[probe].dst < end) pos += step;
-  }
+  const std::uint32_t pos = lz4_records_below(recs, i, end);
   return pos == 0 || recs[pos - 1].dst + recs[pos - 1].len <= a;
+}
+
+// The dependency level of record i of a segment's chained matches (recs[0, i]: in output order;
+// -DCS_LZ4_LEVELS=1): 0 where its read range meets no earlier record's output (it reads earlier
+// segments, literals or own-pass matches: final once the segment before is done), else one more
+// than the highest level among the records it meets; level(j) gives record j's (j < i). All
+// matches of a level read only bytes of lower levels, so a level is copied all at once, one
+// level after another: on the benchmark's era5-like chunks 5.7 passes of at most 32 matches a
+// segment where the groups (lz4_group_size) were 6.8, on the synth fields 8.9-10.2 where they
+// were 11.8-15.0 (bench/micro/lz4_chain_matches.cpp). The records it meets: the last one
+// starting below its read range's end and those before it that still end past the range's
+// start (outputs sorted and disjoint, so their ends are sorted too).
+CS_HD_TEMPLATE
+template <class Level>
+CS_HD inline std::uint32_t lz4_dep_level(const Lz4MatchRecord* recs, std::uint32_t i, Level&& level) {
+  const Lz4MatchRecord m = recs[i];
+  const std::uint32_t a = m.dst - m.off, end = a + (m.off < m.len ? m.off : m.len);
+  std::uint32_t lvl = 0;
+  for (std::uint32_t j = lz4_records_below(recs, i, end); j-- > 0 && recs[j].dst + recs[j].len > a;) {
+    const std::uint32_t up = level(j) + 1;
+    lvl = up > lvl ? up : lvl;
+  }
+  return lvl;
 }
 
 // The next sequence: lz4_staged_next through a staged reader, lz4_read_sequence through anything

@@ -352,12 +352,16 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 //    segment's before any chained match and after every match's output is overwritten with a
 //    pattern (so an own match that read any match's output shows as wrong output); then the
 //    chained passes take the rest as above;
+//  - kOwnThenLevels (-DCS_LZ4_LEVELS=1): the own passes as above, then each segment's other
+//    matches level by level (lz4_dep_level), a level's all at once (every byte read, then every
+//    byte written); *groups receives the passes a warp would run (a level's short matches 32 at
+//    a time, its long ones one by one);
 //  - kChain: the chained passes alone (-DCS_LZ4_OWN_FIRST=0);
 //  - kReadyFirst: the ready pass with pending bits first (lz4_match_bits.hpp), run by
 //    lz4_ready_first_matches_host above in the seed's order (*groups then receives the chained
 //    pass's groups, those after the ready passes).
 enum class Lz4Walk { kSerial, kTable, kTableAhead, kTablePipeline };
-enum class Lz4Matches { kOwnThenChain, kChain, kReadyFirst };
+enum class Lz4Matches { kOwnThenChain, kOwnThenLevels, kChain, kReadyFirst };
 inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                              std::size_t size, std::size_t walk_window = 8192,
                                              std::uint64_t* groups = nullptr, Lz4Walk walk = Lz4Walk::kTable,
@@ -426,7 +430,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
       return DecodeStatus::kCorrupt;
   std::vector<std::uint8_t> bytes;
   std::vector<std::uint32_t> words;
-  if (matches == Lz4Matches::kOwnThenChain) {
+  if (matches == Lz4Matches::kOwnThenChain || matches == Lz4Matches::kOwnThenLevels) {
     // the pattern over every match's output, then the own passes, segments in reverse order
     for (const auto& r : recs)
       for (const Lz4MatchRecord& m : r)
@@ -441,7 +445,31 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
     }
   }
   std::uint64_t n_groups = 0;
-  for (std::uint32_t k = 0; k < count; ++k) {
+  std::vector<std::uint32_t> level;
+  std::vector<const Lz4MatchRecord*> set;
+  for (std::uint32_t k = 0; matches == Lz4Matches::kOwnThenLevels && k < count; ++k) {
+    const auto& r = recs[k];
+    level.assign(r.size(), 0);
+    std::uint32_t top = 0;
+    for (std::uint32_t i = 0; i < r.size(); ++i) {
+      level[i] = lz4_dep_level(r.data(), i, [&](std::uint32_t j) { return level[j]; });
+      top = level[i] > top ? level[i] : top;
+    }
+    for (std::uint32_t l = 0; l <= top && !r.empty(); ++l) {
+      set.clear();
+      std::uint64_t shorts = 0;
+      for (std::uint32_t i = 0; i < r.size(); ++i)
+        if (level[i] == l) {
+          set.push_back(&r[i]);
+          if (r[i].len <= kLz4LaneMatchMax) ++shorts;
+          else ++n_groups;
+        }
+      const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return *set[j]; };
+      lz4_copy_matches_host(out, n_out, set.size(), rec, bytes, words);
+      n_groups += (shorts + 31) / 32;
+    }
+  }
+  for (std::uint32_t k = 0; matches != Lz4Matches::kOwnThenLevels && k < count; ++k) {
     const auto& r = recs[k];
     for (std::uint32_t at = 0; at < r.size();) {
       const std::uint32_t g = lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);

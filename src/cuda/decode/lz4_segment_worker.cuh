@@ -165,6 +165,24 @@ __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::ui
   }
 }
 
+// A long match m0 (every lane holds it) alone, by the whole warp: every byte's source is final
+// (before the match), so the lanes load four bytes each, then store them.
+__device__ void warp_copy_long(std::uint8_t* out, const logic::Lz4MatchRecord& m0, unsigned lane) {
+  for (std::uint32_t at = 0; at < m0.len; at += 4 * 32) {
+    std::uint8_t v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const std::uint32_t k = at + lane + 32u * u;
+      v[u] = k < m0.len ? __ldcg(out + logic::lz4_match_source(m0, k)) : std::uint8_t{0};
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const std::uint32_t k = at + lane + 32u * u;
+      if (k < m0.len) out[m0.dst + k] = v[u];
+    }
+  }
+}
+
 // One group of matches (codec/logic/lz4_segments.hpp, lz4_group_size): lane j holds match r + j.
 // Returns how many matches it copied. Every byte they read is final (the caller has waited for
 // the segment before). With kReady and `bits`, each match then clears its pending bits
@@ -176,22 +194,8 @@ __device__ std::uint32_t copy_group(std::uint8_t* out, const logic::Lz4MatchReco
   const logic::Lz4MatchRecord m = have ? recs[lane] : logic::Lz4MatchRecord{0, 1, 0};
   const std::uint32_t len0 = __shfl_sync(kFullMask, m.len, 0);
   if (len0 > logic::kLz4LaneMatchMax) {
-    // alone, by the whole warp: every byte's source is final (before the match), so the lanes
-    // load four bytes each, then store them
     const logic::Lz4MatchRecord m0{__shfl_sync(kFullMask, m.dst, 0), __shfl_sync(kFullMask, m.off, 0), len0};
-    for (std::uint32_t at = 0; at < len0; at += 4 * 32) {
-      std::uint8_t v[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const std::uint32_t k = at + lane + 32u * u;
-        v[u] = k < len0 ? __ldcg(out + logic::lz4_match_source(m0, k)) : std::uint8_t{0};
-      }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const std::uint32_t k = at + lane + 32u * u;
-        if (k < len0) out[m0.dst + k] = v[u];
-      }
-    }
+    warp_copy_long(out, m0, lane);
     if (kReady && bits != nullptr) {
       // every lane's bytes before any lane clears a bit that covers them
       __threadfence();
@@ -270,6 +274,70 @@ __device__ std::uint32_t own_pass(std::uint8_t* out, logic::Lz4MatchRecord* recs
   for (std::uint32_t left = own; left != 0; left &= left - 1)
     lane_copy_match(out, recs[lane + 32 * static_cast<std::uint32_t>(__ffs(static_cast<int>(left)) - 1)]);
   return keep_records(recs, nrec, own, lane);
+}
+
+// The chained matches' dependency levels (-DCS_LZ4_LEVELS=1; logic::lz4_dep_level), before the
+// wait: level[i] for recs[0, nrec), then order[] the records' indices sorted by level (stable).
+// Levels go 32 records at a time: those of earlier chunks are final, and a chunk's own settle by
+// relaxation (every lane raises its level to one more than the levels it reads as they stand,
+// until no lane changes; a record reads only lower indices, so at most its chain within the
+// chunk's length of rounds). Returns the highest level (every lane).
+__device__ std::uint32_t dep_levels(const logic::Lz4MatchRecord* recs, std::uint32_t nrec, std::uint8_t* level,
+                                    std::uint8_t* order, unsigned lane) {
+  static_assert(logic::kLz4SegmentSeqs <= 256, "a level and an index in a byte");
+  std::uint32_t top = 0;
+  __syncwarp();  // the staging area's last readers (the literals) before these writes
+  for (std::uint32_t c0 = 0; c0 < nrec; c0 += 32) {
+    const std::uint32_t i = c0 + lane;
+    const bool have = i < nrec;
+    if (have) level[i] = 0;
+    __syncwarp();
+    for (;;) {
+      const std::uint32_t l =
+          have ? logic::lz4_dep_level(recs, i, [&](std::uint32_t j) { return std::uint32_t{level[j]}; }) : 0u;
+      const bool changed = have && l != level[i];
+      __syncwarp();  // every lane's reads before any lane's write
+      if (changed) level[i] = static_cast<std::uint8_t>(l);
+      __syncwarp();
+      if (!__any_sync(kFullMask, changed)) break;
+    }
+    if (have) top = level[i] > top ? level[i] : top;
+  }
+  top = __reduce_max_sync(kFullMask, top);
+  // the order: level by level, each level's records in index order
+  std::uint32_t at = 0;
+  for (std::uint32_t l = 0; l <= top; ++l)
+    for (std::uint32_t c0 = 0; c0 < nrec; c0 += 32) {
+      const std::uint32_t i = c0 + lane;
+      const bool take = i < nrec && level[i] == l;
+      const unsigned mask = __ballot_sync(kFullMask, take);
+      if (take) order[at + static_cast<std::uint32_t>(__popc(mask & ((1u << lane) - 1u)))] = static_cast<std::uint8_t>(i);
+      at += static_cast<std::uint32_t>(__popc(mask));
+    }
+  __syncwarp();
+  return top;
+}
+
+// One pass of the levels after the wait: the records order[pos, ...) of the level of order[pos],
+// at most 32, lane k taking order[pos + k]; short ones a lane each, long ones by the whole warp.
+// Returns how many it copied. Every byte they read is final (lower levels, earlier segments,
+// literals, own-pass matches).
+__device__ std::uint32_t copy_level_pass(std::uint8_t* out, const logic::Lz4MatchRecord* recs, std::uint32_t nrec,
+                                         const std::uint8_t* level, const std::uint8_t* order, std::uint32_t pos,
+                                         unsigned lane) {
+  const std::uint32_t l = level[order[pos]];
+  const bool take = pos + lane < nrec && level[order[pos + lane]] == l;
+  const logic::Lz4MatchRecord m = take ? recs[order[pos + lane]] : logic::Lz4MatchRecord{0, 1, 0};
+  const bool lone = take && m.len > logic::kLz4LaneMatchMax, mine = take && !lone;
+  const bool words = kMatchWordsPerGroup ? !__any_sync(kFullMask, mine && m.off < m.len) : true;
+  if (mine) lane_copy_match(out, m, words);
+  for (unsigned longs = __ballot_sync(kFullMask, lone); longs != 0; longs &= longs - 1) {
+    const int from = __ffs(static_cast<int>(longs)) - 1;
+    const logic::Lz4MatchRecord m0{__shfl_sync(kFullMask, m.dst, from), __shfl_sync(kFullMask, m.off, from),
+                                   __shfl_sync(kFullMask, m.len, from)};
+    warp_copy_long(out, m0, lane);
+  }
+  return static_cast<std::uint32_t>(__popc(__ballot_sync(kFullMask, take)));
 }
 
 // The ready pass of one segment with pending bits (codec/logic/lz4_match_bits.hpp, steps 1-3),
@@ -353,6 +421,11 @@ struct SegmentShared {
   union Staging {
     alignas(16) std::uint8_t window[logic::kLz4SegmentWindow];
     logic::Lz4Literal lits[kRunsOn ? logic::kLz4SegmentSeqs : 1];
+    // after the literals: the chained matches' levels and their order (-DCS_LZ4_LEVELS=1)
+    struct {
+      std::uint8_t level[kLevelsOn ? logic::kLz4SegmentSeqs : 1];
+      std::uint8_t order[kLevelsOn ? logic::kLz4SegmentSeqs : 1];
+    } levels;
   };
   Staging staging[kSegWarps];
   logic::Lz4MatchRecord records[kSegWarps][logic::kLz4SegmentSeqs];
@@ -534,6 +607,11 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       nrec = ready_pass(out, bits, recs, nrec, s.segs + base, s.flags + base, k, seg.out, lane);
     else if (kOwnFirst)
       nrec = own_pass(out, recs, nrec, seg.out, lane);
+    // with -DCS_LZ4_LEVELS=1 the chained matches' levels, off the chain too
+    const bool by_levels = kLevelsOn && bits == nullptr;
+    std::uint8_t* const level = sh.staging[warp].levels.level;
+    std::uint8_t* const order = sh.staging[warp].levels.order;
+    if (kLevelsOn && by_levels) dep_levels(recs, nrec, level, order, lane);
     // the chained pass: the other matches read the output of earlier segments' matches, so wait
     // for the segment before (pushed before this one, so a running warp has it)
     if (k != 0) {
@@ -543,9 +621,16 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       }
       poll_acquired();
     }
-    for (std::uint32_t r = 0; r < nrec;) {
-      r += copy_group<kReady>(out, recs + r, nrec - r, lane, bits);
-      __syncwarp();
+    if (kLevelsOn && by_levels) {
+      for (std::uint32_t r = 0; r < nrec;) {
+        r += copy_level_pass(out, recs, nrec, level, order, r, lane);
+        __syncwarp();  // a pass's bytes before the next pass reads them
+      }
+    } else {
+      for (std::uint32_t r = 0; r < nrec;) {
+        r += copy_group<kReady>(out, recs + r, nrec - r, lane, bits);
+        __syncwarp();
+      }
     }
     // every lane's writes, then the flag
     __threadfence();

@@ -115,6 +115,15 @@ constexpr bool kLitWords = CS_LZ4_LIT_WORDS != 0 && kLitLanes < 32;
 #define CS_LZ4_OWN_FIRST 1
 #endif
 constexpr bool kOwnFirst = CS_LZ4_OWN_FIRST != 0;
+//  - CS_LZ4_LEVELS=1 (written in session 37 without a GPU: compiled, its logic host-tested, not
+//    measured, so off by default): the chained matches go by dependency levels
+//    (logic::lz4_dep_level, computed before the wait) instead of groups, a level's matches all
+//    at once, 32 a pass: 5.7 passes a segment where the groups were 6.8 on the era5-like chunks,
+//    8.9-10.2 where they were 11.8-15.0 on the synth fields (bench/micro/lz4_chain_matches.cpp).
+#ifndef CS_LZ4_LEVELS
+#define CS_LZ4_LEVELS 0
+#endif
+constexpr bool kLevelsOn = CS_LZ4_LEVELS != 0;
 #ifndef CS_LZ4_MATCH_WORDS
 #define CS_LZ4_MATCH_WORDS 2
 #endif

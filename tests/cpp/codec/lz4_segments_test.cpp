@@ -62,15 +62,18 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
       for (int level : {0, 3, 9, 12}) {
         const Buf enc = liblz4_block(src, level);
         for (std::size_t window : {8192u, 296u}) {
-          // the chained passes alone (-DCS_LZ4_OWN_FIRST=0) on the small window, after own
-          // passes (the default) on the large one; input and output at every alignment
+          // the chained passes alone (-DCS_LZ4_OWN_FIRST=0) on the small window; on the large
+          // one the own passes, then the groups (the default) or the levels (-DCS_LZ4_LEVELS=1);
+          // input and output at every alignment
           const Result r =
               segmented(enc, src.size(), window,
                         level == 3    ? logic::Lz4Walk::kSerial
                         : level == 9  ? logic::Lz4Walk::kTablePipeline
                         : level == 12 ? logic::Lz4Walk::kTableAhead
                                       : logic::Lz4Walk::kTable,
-                        window == 296u ? logic::Lz4Matches::kChain : logic::Lz4Matches::kOwnThenChain,
+                        window == 296u       ? logic::Lz4Matches::kChain
+                        : (level / 3) % 2 != 0 ? logic::Lz4Matches::kOwnThenLevels
+                                               : logic::Lz4Matches::kOwnThenChain,
                         static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16));
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
@@ -1095,6 +1098,47 @@ TEST(Lz4Segments, OwnPassTakesGroupsOffTheChainOfEra5LikeChunks) {
   EXPECT_TRUE(alone.bytes == src);
   EXPECT_LT(own.groups * 10, alone.groups * 8) << own.groups << " of " << alone.groups;
   EXPECT_GT(own.groups * 10, alone.groups * 4) << own.groups << " of " << alone.groups;
+}
+
+TEST(Lz4Segments, LevelsTakeFewerPassesThanGroupsOnEra5LikeChunks) {
+  // bench/micro/lz4_chain_matches.cpp: 5.7 passes a segment against 6.8 groups
+  const Buf src = cubestream_bench::era5_chunk(std::size_t{1} << 18, 7919);
+  const Buf enc = liblz4_block(src, 0);
+  const Result groups = segmented(enc, src.size());
+  const Result levels = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable, logic::Lz4Matches::kOwnThenLevels);
+  ASSERT_EQ(levels.status, DecodeStatus::kOk);
+  EXPECT_TRUE(levels.bytes == src);
+  EXPECT_LT(levels.groups * 100, groups.groups * 95) << levels.groups << " passes, " << groups.groups << " groups";
+}
+
+TEST(Lz4Segments, DependencyLevelsAgreeWithAByteMapOfRandomSegments) {
+  // random chained matches (reading anywhere before them, earlier segments included): each
+  // level one more than the highest level among the matches whose output it reads, by a map of
+  // which match wrote each byte
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<logic::Lz4MatchRecord> recs;
+    const std::uint32_t seg_out = 70000;
+    std::vector<int> writer(seg_out + 20000, -1);
+    std::vector<std::uint32_t> level;
+    std::uint32_t op = seg_out;
+    const std::uint32_t n = 1 + rng() % logic::kLz4SegmentSeqs;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      op += rng() % 3 == 0 ? 0 : rng() % 10;
+      const std::uint32_t len = 4 + (rng() % 8 == 0 ? rng() % 40 : rng() % 4);
+      const std::uint32_t off = 1 + (rng() % 4 == 0 ? rng() % 3000 : rng() % 40);
+      recs.push_back({op, off, len});
+      int expect = 0;
+      for (std::uint32_t b = 0; b < std::min(off, len); ++b) {
+        const int w = writer[op - off + b];
+        if (w >= 0) expect = std::max(expect, static_cast<int>(level[static_cast<std::size_t>(w)]) + 1);
+      }
+      level.push_back(logic::lz4_dep_level(recs.data(), i, [&](std::uint32_t j) { return level[j]; }));
+      ASSERT_EQ(level.back(), static_cast<std::uint32_t>(expect)) << trial << " " << i;
+      for (std::uint32_t b = 0; b < len; ++b) writer[op + b] = static_cast<int>(i);
+      op += len;
+    }
+  }
 }
 
 TEST(Lz4Segments, TheRecordSearchStepsCoverEveryIndex) {
