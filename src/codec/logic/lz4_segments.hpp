@@ -876,6 +876,16 @@ CS_HD constexpr std::uint32_t lz4_search_top(std::uint32_t n) {
 }
 inline constexpr std::uint32_t kLz4SegmentSearchTop = lz4_search_top(kLz4SegmentSeqs);
 
+// How many of recs[0, i) (outputs sorted by dst) start below position `end`.
+CS_HD inline std::uint32_t lz4_records_below(const Lz4MatchRecord* recs, std::uint32_t i, std::uint32_t end) {
+  std::uint32_t pos = 0;
+  for (std::uint32_t step = kLz4SegmentSearchTop; step != 0; step >>= 1) {
+    const std::uint32_t probe = pos + step - 1;
+    if (probe < i && recs[probe].dst < end) pos += step;
+  }
+  return pos;
+}
+
 // Whether match recs[i] of a segment (recs[0, i]: its matches in output order, the segment's
 // output starting at seg_out) is short (at most kLz4LaneMatchMax bytes) and reads only that
 // segment's literals: its read range [dst - off, dst - off + min(off, len)) starts at or after
@@ -887,16 +897,6 @@ inline constexpr std::uint32_t kLz4SegmentSearchTop = lz4_search_top(kLz4Segment
 // The range ends at or before recs[i].dst, so only earlier records can meet it, and since their
 // outputs are sorted and disjoint, only the last one starting below the range's end: found by a
 // binary search in fixed steps (the same number of steps on every lane of a warp).
-// How many of recs[0, i) (outputs sorted by dst) start below position `end`.
-CS_HD inline std::uint32_t lz4_records_below(const Lz4MatchRecord* recs, std::uint32_t i, std::uint32_t end) {
-  std::uint32_t pos = 0;
-  for (std::uint32_t step = kLz4SegmentSearchTop; step != 0; step >>= 1) {
-    const std::uint32_t probe = pos + step - 1;
-    if (probe < i && recs[probe].dst < end) pos += step;
-  }
-  return pos;
-}
-
 CS_HD inline bool lz4_reads_own_literals(const Lz4MatchRecord* recs, std::uint32_t i, std::uint32_t seg_out) {
   const Lz4MatchRecord m = recs[i];
   // dst - seg_out >= off, not dst - off >= seg_out: no wrap where off > dst (a corrupt record

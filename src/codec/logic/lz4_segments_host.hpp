@@ -354,8 +354,9 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 //    chained passes take the rest as above;
 //  - kOwnThenLevels (-DCS_LZ4_LEVELS=1): the own passes as above, then each segment's other
 //    matches level by level (lz4_dep_level), a level's all at once (every byte read, then every
-//    byte written); *groups receives the passes a warp would run (a level's short matches 32 at
-//    a time, its long ones one by one);
+//    byte written); *groups receives a level's short matches' passes, 32 a pass, plus one for
+//    each long match (the device copies those inside its passes, each by the whole warp, so its
+//    pass count can be lower);
 //  - kChain: the chained passes alone (-DCS_LZ4_OWN_FIRST=0);
 //  - kReadyFirst: the ready pass with pending bits first (lz4_match_bits.hpp), run by
 //    lz4_ready_first_matches_host above in the seed's order (*groups then receives the chained

@@ -280,9 +280,11 @@ __device__ std::uint32_t own_pass(std::uint8_t* out, logic::Lz4MatchRecord* recs
 // wait: level[i] for recs[0, nrec), then order[] the records' indices sorted by level (stable).
 // Levels go 32 records at a time: those of earlier chunks are final, and a chunk's own settle by
 // relaxation (every lane raises its level to one more than the levels it reads as they stand,
-// until no lane changes; a record reads only lower indices, so at most its chain within the
-// chunk's length of rounds). Returns the highest level (every lane).
-__device__ std::uint32_t dep_levels(const logic::Lz4MatchRecord* recs, std::uint32_t nrec, std::uint8_t* level,
+// until no lane changes; a record reads only lower indices, so the chunk's longest dependency
+// chain plus two rounds, 33 at most). On crafted segments (chains of dependent matches) this and
+// the sort's (highest level + 1) x chunks ballots cost a few times the groups' copies; off the
+// chain only while the warp would wait.
+__device__ void dep_levels(const logic::Lz4MatchRecord* recs, std::uint32_t nrec, std::uint8_t* level,
                                     std::uint8_t* order, unsigned lane) {
   static_assert(logic::kLz4SegmentSeqs <= 256, "a level and an index in a byte");
   std::uint32_t top = 0;
@@ -315,7 +317,6 @@ __device__ std::uint32_t dep_levels(const logic::Lz4MatchRecord* recs, std::uint
       at += static_cast<std::uint32_t>(__popc(mask));
     }
   __syncwarp();
-  return top;
 }
 
 // One pass of the levels after the wait: the records order[pos, ...) of the level of order[pos],
@@ -611,7 +612,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     const bool by_levels = kLevelsOn && bits == nullptr;
     std::uint8_t* const level = sh.staging[warp].levels.level;
     std::uint8_t* const order = sh.staging[warp].levels.order;
-    if (kLevelsOn && by_levels) dep_levels(recs, nrec, level, order, lane);
+    if (by_levels) dep_levels(recs, nrec, level, order, lane);
     // the chained pass: the other matches read the output of earlier segments' matches, so wait
     // for the segment before (pushed before this one, so a running warp has it)
     if (k != 0) {
@@ -621,7 +622,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       }
       poll_acquired();
     }
-    if (kLevelsOn && by_levels) {
+    if (by_levels) {
       for (std::uint32_t r = 0; r < nrec;) {
         r += copy_level_pass(out, recs, nrec, level, order, r, lane);
         __syncwarp();  // a pass's bytes before the next pass reads them
