@@ -448,8 +448,18 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
   std::uint64_t n_groups = 0;
   std::vector<std::uint32_t> level;
   std::vector<const Lz4MatchRecord*> set;
-  for (std::uint32_t k = 0; matches == Lz4Matches::kOwnThenLevels && k < count; ++k) {
+  for (std::uint32_t k = 0; k < count; ++k) {
     const auto& r = recs[k];
+    if (matches != Lz4Matches::kOwnThenLevels) {
+      for (std::uint32_t at = 0; at < r.size();) {
+        const std::uint32_t g = lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
+        const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return r[at + j]; };
+        lz4_copy_matches_host(out, n_out, g, rec, bytes, words);
+        at += g;
+        ++n_groups;
+      }
+      continue;
+    }
     level.assign(r.size(), 0);
     std::uint32_t top = 0;
     for (std::uint32_t i = 0; i < r.size(); ++i) {
@@ -468,16 +478,6 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
       const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return *set[j]; };
       lz4_copy_matches_host(out, n_out, set.size(), rec, bytes, words);
       n_groups += (shorts + 31) / 32;
-    }
-  }
-  for (std::uint32_t k = 0; matches != Lz4Matches::kOwnThenLevels && k < count; ++k) {
-    const auto& r = recs[k];
-    for (std::uint32_t at = 0; at < r.size();) {
-      const std::uint32_t g = lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
-      const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return r[at + j]; };
-      lz4_copy_matches_host(out, n_out, g, rec, bytes, words);
-      at += g;
-      ++n_groups;
     }
   }
   if (groups != nullptr) *groups = n_groups;
