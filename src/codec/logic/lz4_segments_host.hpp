@@ -347,16 +347,16 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 // many bytes goes first, and `walk` runs only where it declines the block; *split (when given)
 // says whether it took the block.
 // `matches` picks the match pass:
-//  - kOwnThenChain (the device's default, -DCS_LZ4_OWN_FIRST=1): first each segment's own pass
+//  - kOwnThenChain (-DCS_LZ4_OWN_FIRST=1 -DCS_LZ4_LEVELS=0): first each segment's own pass
 //    (lz4_reads_own_literals) copies the matches that read only its literals, all at once, every
 //    segment's before any chained match and after every match's output is overwritten with a
 //    pattern (so an own match that read any match's output shows as wrong output); then the
 //    chained passes take the rest as above;
-//  - kOwnThenLevels (-DCS_LZ4_LEVELS=1): the own passes as above, then each segment's other
-//    matches level by level (lz4_dep_level), a level's all at once (every byte read, then every
-//    byte written); *groups receives a level's short matches' passes, 32 a pass, plus one for
-//    each long match (the device copies those inside its passes, each by the whole warp, so its
-//    pass count can be lower);
+//  - kOwnThenLevels (the device's default, -DCS_LZ4_LEVELS=1): the own passes as above, then
+//    each segment's other matches level by level (lz4_dep_level), a level's all at once (every
+//    byte read, then every byte written); *groups receives a level's short matches' passes, 32 a
+//    pass, plus one for each long match (the device copies those inside its passes, each by the
+//    whole warp, so its pass count can be lower);
 //  - kChain: the chained passes alone (-DCS_LZ4_OWN_FIRST=0);
 //  - kReadyFirst: the ready pass with pending bits first (lz4_match_bits.hpp), run by
 //    lz4_ready_first_matches_host above in the seed's order (*groups then receives the chained
@@ -367,7 +367,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
                                              std::size_t size, std::size_t walk_window = 8192,
                                              std::uint64_t* groups = nullptr, Lz4Walk walk = Lz4Walk::kTable,
                                              std::uint32_t split_region = 0, bool* split = nullptr,
-                                             Lz4Matches matches = Lz4Matches::kOwnThenChain, std::uint64_t seed = 1) {
+                                             Lz4Matches matches = Lz4Matches::kOwnThenLevels, std::uint64_t seed = 1) {
   if (split != nullptr) *split = false;
   if (in_size >= kLz4RingMaxBytes || size >= kLz4RingMaxBytes) {
     Lz4SerialCopier copy;

@@ -608,7 +608,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       nrec = ready_pass(out, bits, recs, nrec, s.segs + base, s.flags + base, k, seg.out, lane);
     else if (kOwnFirst)
       nrec = own_pass(out, recs, nrec, seg.out, lane);
-    // with -DCS_LZ4_LEVELS=1 the chained matches' levels, off the chain too
+    // the chained matches' levels (-DCS_LZ4_LEVELS=1, the default), off the chain too
     const bool by_levels = kLevelsOn && bits == nullptr;
     std::uint8_t* const level = sh.staging[warp].levels.level;
     std::uint8_t* const order = sh.staging[warp].levels.order;

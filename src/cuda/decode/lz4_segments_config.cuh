@@ -82,8 +82,11 @@ constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
 static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
 // -DCS_LZ4_LIT_WORDS=1 (with kLitLanes < 32): a literal's lanes take its aligned destination
 // words, two at once, a word store for each word that is all literal and byte stores at its
-// two edges (codec/logic/lz4_literal_words.hpp), instead of a byte a load and a store. Written in
-// session 37 without a GPU: compiled, tested on the host, not measured, so off by default.
+// two edges (codec/logic/lz4_literal_words.hpp), instead of a byte a load and a store. Off: it
+// was slower on every batch (session 38, call 1, against the default of then, kernel ms: era5-like
+// x256 1.127, mixed 1.055, synth fields 1.031, one chunk 1.001; GPU tests and memcheck clean),
+// presumably as the per-lane shifts and edge paths cost more than the byte copy's extra loads
+// (not profiled).
 #ifndef CS_LZ4_LIT_WORDS
 #define CS_LZ4_LIT_WORDS 0
 #endif
@@ -115,13 +118,19 @@ constexpr bool kLitWords = CS_LZ4_LIT_WORDS != 0 && kLitLanes < 32;
 #define CS_LZ4_OWN_FIRST 1
 #endif
 constexpr bool kOwnFirst = CS_LZ4_OWN_FIRST != 0;
-//  - CS_LZ4_LEVELS=1 (written in session 37 without a GPU: compiled, its logic host-tested, not
-//    measured, so off by default): the chained matches go by dependency levels
-//    (logic::lz4_dep_level, computed before the wait) instead of groups, a level's matches all
-//    at once, 32 a pass: 5.7 passes a segment where the groups were 6.8 on the era5-like chunks,
-//    8.9-10.2 where they were 11.8-15.0 on the synth fields (bench/micro/lz4_chain_matches.cpp).
+//  - CS_LZ4_LEVELS=1 (the default since session 38): the chained matches go by dependency
+//    levels (logic::lz4_dep_level, computed before the wait) instead of groups, a level's matches
+//    all at once, 32 a pass: 5.7 passes a segment where the groups were 6.8 on the era5-like
+//    chunks, 8.9-10.2 where they were 11.8-15.0 on the synth fields
+//    (bench/micro/lz4_chain_matches.cpp), and what decides a group's end (each match against the
+//    group's earlier outputs) no longer runs after the wait. Against 0 (session 38, call 1):
+//    1.016 / 1.007 / **0.612**, one chunk 1.000: the synth fields, whose chain's wait holds ~69 %
+//    of the workers' cycles (the worker clocks, call 2), gain most; the era5-like batch, bound by
+//    its literals' copies, pays 0.2-3.0 % (the two rounds), presumably the levels' computation.
+//    Wider passes (64 or 128 records, a lane's loads before its stores, or 64 copied one after
+//    the other) measured slower: 1.035-1.174 / 1.020-1.162 / 1.140-1.542 (calls 3 and 4).
 #ifndef CS_LZ4_LEVELS
-#define CS_LZ4_LEVELS 0
+#define CS_LZ4_LEVELS 1
 #endif
 constexpr bool kLevelsOn = CS_LZ4_LEVELS != 0;
 #ifndef CS_LZ4_MATCH_WORDS

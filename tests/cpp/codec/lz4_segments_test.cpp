@@ -43,7 +43,7 @@ struct Result {
 // aligned addresses below them); the allocations then start that many bytes before them.
 Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
                  logic::Lz4Walk walk = logic::Lz4Walk::kTable,
-                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenChain, unsigned mis = 0) {
+                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenLevels, unsigned mis = 0) {
   const unsigned in_mis = mis % 4, out_mis = mis / 4 % 4;
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in_mis + (in.empty() ? 1 : in.size())]);
   if (!in.empty()) std::memcpy(src.get() + in_mis, in.data(), in.size());
@@ -63,7 +63,7 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
         const Buf enc = liblz4_block(src, level);
         for (std::size_t window : {8192u, 296u}) {
           // the chained passes alone (-DCS_LZ4_OWN_FIRST=0) on the small window; on the large
-          // one the own passes, then the groups (the default) or the levels (-DCS_LZ4_LEVELS=1);
+          // one the own passes, then the levels (the default) or the groups (-DCS_LZ4_LEVELS=0);
           // input and output at every alignment
           const Result r =
               segmented(enc, src.size(), window,
@@ -1090,7 +1090,7 @@ TEST(Lz4Segments, OwnPassTakesGroupsOffTheChainOfEra5LikeChunks) {
   // era5-like chunks (bench/micro/lz4_chain_matches.cpp: 10.45 -> 6.79 a segment), same bytes
   const Buf src = cubestream_bench::era5_chunk(std::size_t{1} << 18, 7919);
   const Buf enc = liblz4_block(src, 0);
-  const Result own = segmented(enc, src.size());
+  const Result own = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable, logic::Lz4Matches::kOwnThenChain);
   const Result alone = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable, logic::Lz4Matches::kChain);
   ASSERT_EQ(own.status, DecodeStatus::kOk);
   ASSERT_EQ(alone.status, DecodeStatus::kOk);
@@ -1104,8 +1104,8 @@ TEST(Lz4Segments, LevelsTakeFewerPassesThanGroupsOnEra5LikeChunks) {
   // bench/micro/lz4_chain_matches.cpp: 5.7 passes a segment against 6.8 groups
   const Buf src = cubestream_bench::era5_chunk(std::size_t{1} << 18, 7919);
   const Buf enc = liblz4_block(src, 0);
-  const Result groups = segmented(enc, src.size());
-  const Result levels = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable, logic::Lz4Matches::kOwnThenLevels);
+  const Result groups = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable, logic::Lz4Matches::kOwnThenChain);
+  const Result levels = segmented(enc, src.size());
   ASSERT_EQ(levels.status, DecodeStatus::kOk);
   EXPECT_TRUE(levels.bytes == src);
   EXPECT_LT(levels.groups * 100, groups.groups * 95) << levels.groups << " passes, " << groups.groups << " groups";
