@@ -63,7 +63,8 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
         const Buf enc = liblz4_block(src, level);
         for (std::size_t window : {8192u, 296u}) {
           // the chained passes alone (-DCS_LZ4_OWN_FIRST=0) on the small window; on the large
-          // one the own passes, then the levels (the default) or the groups (-DCS_LZ4_LEVELS=0);
+          // one the own passes, then the levels (the default), the groups (-DCS_LZ4_LEVELS=0) or
+          // either per segment (-DCS_LZ4_LEVELS=2);
           // input and output at every alignment
           const Result r =
               segmented(enc, src.size(), window,
@@ -71,9 +72,10 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
                         : level == 9  ? logic::Lz4Walk::kTablePipeline
                         : level == 12 ? logic::Lz4Walk::kTableAhead
                                       : logic::Lz4Walk::kTable,
-                        window == 296u       ? logic::Lz4Matches::kChain
-                        : (level / 3) % 2 != 0 ? logic::Lz4Matches::kOwnThenLevels
-                                               : logic::Lz4Matches::kOwnThenChain,
+                        window == 296u ? logic::Lz4Matches::kChain
+                        : level == 9   ? logic::Lz4Matches::kOwnThenEither
+                        : level == 3   ? logic::Lz4Matches::kOwnThenLevels
+                                       : logic::Lz4Matches::kOwnThenChain,
                         static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16));
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
