@@ -25,7 +25,7 @@
 # Extra CUDA flags for the build: CUDA_FLAGS. The printf calls cost the kernel some time (a
 # few % in the batch): compare the parts with each other, not the span with the bench's times.
 # The patch is against the segmented path (cuda/decode/lz4_segments.cu and its private headers)
-# as of session 37: if it no longer applies, refresh it.
+# as of session 38: if it no longer applies, refresh it.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}

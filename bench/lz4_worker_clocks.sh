@@ -16,10 +16,11 @@
 # block's warps count from their turn to segments), parse (the runs: parse_runs, its two passes
 # and the lanes' scan; a segment without runs: its serial parse with its literals), lits (a
 # segment with runs: its literals, 32 sequences at a time), ready (the pass before the wait: the
-# own pass, or the bits' ready pass where it is on; and the steps between), wait (the chain's wait for the segment before), match (its
-# matches in groups, the fence and the flag). Extra CUDA flags for the build: CUDA_FLAGS (e.g.
+# own pass, or the bits' ready pass where it is on; the dependency levels' computation; the
+# steps between), wait (the chain's wait for the segment before), match (its chained matches by
+# levels or in groups, the fence and the flag). Extra CUDA flags for the build: CUDA_FLAGS (e.g.
 # -DCS_LZ4_RUNS=0 for the serial parse). The laps cost a few cycles a phase: compare phases,
-# not the bench's times. The patch is against the workers as of session 37: if it no longer
+# not the bench's times. The patch is against the workers as of session 38: if it no longer
 # applies, refresh it with them.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
