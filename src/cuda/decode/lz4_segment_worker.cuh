@@ -110,16 +110,16 @@ __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::ui
       logic::lane_copy_forward(out + at, in + from, lit, lane);
     }
   } else {
-    constexpr std::uint32_t kAtOnce = 32 / kLitLanes, kUnroll = 4;
+    constexpr std::uint32_t kAtOnce = 32 / kLitLanes;
     const std::uint32_t g = lane / kLitLanes, r = lane % kLitLanes;
-    for (std::uint32_t u0 = 0; u0 < c; u0 += kAtOnce) {
-      const std::uint32_t u = u0 + g;  // < 32: u0 is a multiple of kAtOnce below 32
-      const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), at = __shfl_sync(kFullMask, my_op, u);
-      const std::uint32_t lit_u = __shfl_sync(kFullMask, my_lit, u);
-      const std::uint32_t lit = u < c ? lit_u : 0u;
-      const std::uint8_t* src = in + from;
-      std::uint8_t* dst = out + at;
-      if constexpr (kLitWords) {
+    if constexpr (kLitWords) {
+      for (std::uint32_t u0 = 0; u0 < c; u0 += kAtOnce) {
+        const std::uint32_t u = u0 + g;  // < 32: u0 is a multiple of kAtOnce below 32
+        const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), at = __shfl_sync(kFullMask, my_op, u);
+        const std::uint32_t lit_u = __shfl_sync(kFullMask, my_lit, u);
+        const std::uint32_t lit = u < c ? lit_u : 0u;
+        const std::uint8_t* src = in + from;
+        std::uint8_t* dst = out + at;
         // positions relative to the 4-byte aligned addresses at or below `in` and `out`; the
         // first source word starts at most 3 bytes before a literal, inside the numcodecs header
         // before `in` (in_mis <= 3 < 4), and the head's words end inside the block
@@ -146,19 +146,43 @@ __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::ui
         }
         // the block's last literal may leave up to 3 bytes
         for (std::uint32_t k = head + r; k < lit; k += kLitLanes) dst[k] = __ldg(src + k);
-      } else {
-        for (std::uint32_t k = r; k < lit; k += kUnroll * kLitLanes) {
-          std::uint8_t v[kUnroll];
+      }
+    } else {
+      // kLitRounds rounds of kAtOnce literals at once, a lane's kLitUnroll bytes of each loaded
+      // before any is stored: kLitRounds x kLitUnroll loads in flight a lane, where each trip's
+      // stores wait for its loads (a dependent round trip through L2 a trip)
+      constexpr std::uint32_t kUnroll = kLitUnroll, kRounds = kLitRounds;
+      static_assert(32 % (kAtOnce * kRounds) == 0, "a call's rounds end at a multiple of 32");
+      for (std::uint32_t u0 = 0; u0 < c; u0 += kAtOnce * kRounds) {
+        const std::uint8_t* src[kRounds];
+        std::uint8_t* dst[kRounds];
+        std::uint32_t lit[kRounds], most = 0;
 #pragma unroll
-          for (std::uint32_t q = 0; q < kUnroll; ++q) {
-            const std::uint32_t i = k + q * kLitLanes;
-            v[q] = i < lit ? __ldg(src + i) : std::uint8_t{0};
-          }
+        for (std::uint32_t p = 0; p < kRounds; ++p) {
+          const std::uint32_t u = u0 + p * kAtOnce + g;  // < 32 (the static_assert)
+          const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), at = __shfl_sync(kFullMask, my_op, u);
+          const std::uint32_t lit_u = __shfl_sync(kFullMask, my_lit, u);
+          lit[p] = u < c ? lit_u : 0u;
+          src[p] = in + from;
+          dst[p] = out + at;
+          most = lit[p] > most ? lit[p] : most;
+        }
+        for (std::uint32_t k = r; k < most; k += kUnroll * kLitLanes) {
+          std::uint8_t v[kRounds][kUnroll];
 #pragma unroll
-          for (std::uint32_t q = 0; q < kUnroll; ++q) {
-            const std::uint32_t i = k + q * kLitLanes;
-            if (i < lit) dst[i] = v[q];
-          }
+          for (std::uint32_t p = 0; p < kRounds; ++p)
+#pragma unroll
+            for (std::uint32_t q = 0; q < kUnroll; ++q) {
+              const std::uint32_t i = k + q * kLitLanes;
+              v[p][q] = i < lit[p] ? __ldg(src[p] + i) : std::uint8_t{0};
+            }
+#pragma unroll
+          for (std::uint32_t p = 0; p < kRounds; ++p)
+#pragma unroll
+            for (std::uint32_t q = 0; q < kUnroll; ++q) {
+              const std::uint32_t i = k + q * kLitLanes;
+              if (i < lit[p]) dst[p][i] = v[p][q];
+            }
         }
       }
     }

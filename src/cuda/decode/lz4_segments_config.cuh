@@ -80,6 +80,23 @@ constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
 #endif
 constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
 static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
+// The byte copy of literals (kLitLanes < 32, without the word copy): a lane loads kLitUnroll
+// bytes of its literal, kLitLanes apart, for each of kLitRounds rounds of 32 / kLitLanes
+// literals, before it stores any (4 and 1 by default, as measured in session 36). The worker
+// clocks of session 38 put the era5-like batch's literals at half the workers' cycles, ~207 k a
+// segment for ~230 literals of ~52 bytes: with 8 lanes and 4 bytes a trip, a call of 32 literals
+// takes 16 trips, each a dependent load-store round trip; 8 bytes a trip make it 8 (one trip a
+// literal up to 64 bytes), and two rounds at once halve it again. Written in session 38 after its
+// GPU calls: compiled, not measured.
+#ifndef CS_LZ4_LIT_UNROLL
+#define CS_LZ4_LIT_UNROLL 4
+#endif
+#ifndef CS_LZ4_LIT_ROUNDS
+#define CS_LZ4_LIT_ROUNDS 1
+#endif
+constexpr std::uint32_t kLitUnroll = CS_LZ4_LIT_UNROLL, kLitRounds = CS_LZ4_LIT_ROUNDS;
+static_assert(kLitUnroll >= 1 && kLitUnroll <= 16 && (kLitRounds == 1 || kLitRounds == 2 || kLitRounds == 4),
+              "literal bytes a lane a trip: 1-16; rounds at once: 1, 2 or 4");
 // -DCS_LZ4_LIT_WORDS=1 (with kLitLanes < 32): a literal's lanes take its aligned destination
 // words, two at once, a word store for each word that is all literal and byte stores at its
 // two edges (codec/logic/lz4_literal_words.hpp), instead of a byte a load and a store. Off: it
