@@ -11,7 +11,8 @@
 //     before, and the groups the chain would keep without them;
 //   - their levels (session 37): level 0 reads only the segment's literals (the device's own
 //     pass, logic::lz4_reads_own_literals, takes these), level d literals and matches of levels
-//     below d; and the groups left without the levels up to d.
+//     below d; and the groups left without the levels up to d; the chained matches' passes by
+//     dependency levels, 32 short matches a pass (the device's), or 64 or 128 (session 38).
 // Build and run from the repository root, after the library's build:
 //   g++ -std=c++20 -O2 -Isrc -Ibench bench/micro/lz4_chain_matches.cpp build/libcubestream.a
 //       -llz4 -lpthread -o lz4_chain_matches && ./lz4_chain_matches   (one command line)
@@ -41,7 +42,7 @@ std::uint64_t groups_of(const std::vector<logic::Lz4MatchRecord>& r) {
 void count(const char* name, const std::vector<Bytes>& raws) {
   std::uint64_t segs = 0, matches = 0, groups = 0, overlapping = 0, groups_overlap = 0, own = 0, chained = 0;
   std::uint64_t lens[logic::kLz4LaneMatchMax + 2] = {};
-  std::uint64_t lvl[4] = {}, lvl_chained[4] = {}, dep_passes = 0, dep_levels = 0;
+  std::uint64_t lvl[4] = {}, lvl_chained[4] = {}, dep_passes = 0, dep_levels = 0, wide_passes[2] = {};
   for (const Bytes& raw : raws) {
     Bytes enc(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw.size()))));
     const int n = LZ4_compress_default(reinterpret_cast<const char*>(raw.data()), reinterpret_cast<char*>(enc.data()),
@@ -125,7 +126,11 @@ void count(const char* name, const std::vector<Bytes>& raws) {
           if (static_cast<std::size_t>(l) >= shorts.size()) shorts.resize(l + 1), longs.resize(l + 1);
           (m.len > logic::kLz4LaneMatchMax ? longs : shorts)[l] += 1;
         }
-        for (std::size_t l = 0; l < shorts.size(); ++l) dep_passes += (shorts[l] + 31) / 32 + longs[l];
+        for (std::size_t l = 0; l < shorts.size(); ++l) {
+          dep_passes += (shorts[l] + 31) / 32 + longs[l];
+          wide_passes[0] += (shorts[l] + 63) / 64 + longs[l];
+          wide_passes[1] += (shorts[l] + 127) / 128 + longs[l];
+        }
         dep_levels += shorts.size();
       }
       for (std::uint32_t at = 0; at < r.size();) {
@@ -155,6 +160,8 @@ void count(const char* name, const std::vector<Bytes>& raws) {
                 100.0 * static_cast<double>(lvl[d]) / m, d, static_cast<double>(lvl_chained[d]) / s);
   std::printf("%-26s after level 0, in dependency levels: %.2f levels, %.2f passes a segment\n", "",
               static_cast<double>(dep_levels) / s, static_cast<double>(dep_passes) / s);
+  std::printf("%-26s passes a segment with 64 or 128 short matches a pass (session 38): %.2f, %.2f\n", "",
+              static_cast<double>(wide_passes[0]) / s, static_cast<double>(wide_passes[1]) / s);
 }
 
 }  // namespace
