@@ -94,7 +94,7 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
                       static_cast<std::size_t>(st4));
   if (st5 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)
     bug("ring decoder with bursts: bytes differ from the serial decoder", out_size, size);
-  // the segmented decoder (walk, literals, matches in groups): the table walk with the device's
+  // the segmented decoder (walk, literals, matches): the table walk with the device's
   // 8 KiB window or the smallest it takes, or the serial walk with a small window; the table
   // walks with the next window filled ahead or not, and the pipelined walk; the matches after
   // the own passes, then levels (the device's default), groups or either per segment, or the
@@ -109,7 +109,8 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
       size % 5 == 0   ? logic::Lz4Matches::kChain
       : size % 5 == 1 ? logic::Lz4Matches::kOwnThenChain
       : size % 5 == 2 ? logic::Lz4Matches::kOwnThenEither
-                      : logic::Lz4Matches::kOwnThenLevels);
+                      : logic::Lz4Matches::kOwnThenLevels,
+      size);  // (the seed: kOwnThenEither's choice of levels or groups per segment)
   if (st6 != st4) bug("segmented decoder status differs from the serial decoder", static_cast<std::size_t>(st6),
                       static_cast<std::size_t>(st4));
   if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)

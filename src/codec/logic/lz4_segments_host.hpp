@@ -335,10 +335,11 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 
 // Host run of the segmented decode (tests and fuzzing): the walk with a staged window of
 // `walk_window` bytes (>= kLz4FastSpan + 16), then every segment's literals with the segments in
-// reverse order (the device runs them in any order), then the matches segment after segment in
-// groups; a group's bytes are all read before any is written, which is the worst order the
-// device's lanes can take, so a group rule that let one match read another's bytes shows here
-// as wrong output. *groups (when given) receives the number of groups of the chained passes. Blocks at or over
+// reverse order (the device runs them in any order), then the matches segment after segment as
+// `matches` says below, in groups or dependency levels; a group's or a level's bytes are all read
+// before any is written, which is the worst order the device's lanes can take, so a rule that let
+// one match read another's bytes shows here as wrong output. *groups (when given) receives the
+// number of groups (or the levels' passes) of the chained matches. Blocks at or over
 // kLz4RingMaxBytes take lz4_decode_exact_with, as on the device. `walk` picks the walk; the
 // table walk needs a window of at least kLz4TableWindowMin bytes (a smaller one walks serially);
 // kTableAhead is the table walk with the next window filled ahead (Team::Ahead), kTablePipeline
@@ -358,8 +359,9 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 //    pass, plus one for each long match (the device copies those inside its passes, each by the
 //    whole warp, so its pass count can be lower);
 //  - kOwnThenEither (-DCS_LZ4_LEVELS=2): the own passes, then per segment the levels or the
-//    groups (the device picks by whether the segment before is done when its own pass ends; here
-//    a hash of the seed and the segment picks);
+//    groups (the device picks by whether the segment before is done when its own pass ends, and
+//    segment 0 always takes groups; here a hash of the seed and the segment picks, which models
+//    no timing: it runs both forms on the segments of one block);
 //  - kChain: the chained passes alone (-DCS_LZ4_OWN_FIRST=0);
 //  - kReadyFirst: the ready pass with pending bits first (lz4_match_bits.hpp), run by
 //    lz4_ready_first_matches_host above in the seed's order (*groups then receives the chained

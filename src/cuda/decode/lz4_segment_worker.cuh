@@ -634,7 +634,9 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       nrec = own_pass(out, recs, nrec, seg.out, lane);
     // the chained matches' levels (-DCS_LZ4_LEVELS=1), off the chain too; with
     // -DCS_LZ4_LEVELS=2 only where the segment before is not done yet (the warp would wait: the
-    // levels' computation then costs the chain nothing), else their groups after all
+    // levels' computation then stays off the chain if it ends before that segment does, which a
+    // crafted segment's relaxation rounds may not), else their groups after all. (The poll only
+    // picks the form: the bytes are read after the wait's acquire.)
     bool by_levels = kLevelsOn && bits == nullptr;
     if (kLevelsAdaptive && by_levels)
       by_levels = k != 0 && !__any_sync(kFullMask, poll_load(s.flags + base + k - 1) == kFlagDone);

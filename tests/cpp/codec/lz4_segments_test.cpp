@@ -43,14 +43,15 @@ struct Result {
 // aligned addresses below them); the allocations then start that many bytes before them.
 Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
                  logic::Lz4Walk walk = logic::Lz4Walk::kTable,
-                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenLevels, unsigned mis = 0) {
+                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenLevels, unsigned mis = 0,
+                 std::uint64_t seed = 1) {
   const unsigned in_mis = mis % 4, out_mis = mis / 4 % 4;
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in_mis + (in.empty() ? 1 : in.size())]);
   if (!in.empty()) std::memcpy(src.get() + in_mis, in.data(), in.size());
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[out_mis + (size == 0 ? 1 : size)]);
   Result r;
   r.status = logic::lz4_segments_decode_host(src.get() + in_mis, in.size(), dst.get() + out_mis, size, window,
-                                             &r.groups, walk, 0, nullptr, matches);
+                                             &r.groups, walk, 0, nullptr, matches, seed);
   r.bytes.assign(dst.get() + out_mis, dst.get() + out_mis + size);
   return r;
 }
@@ -76,7 +77,7 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
                         : level == 9   ? logic::Lz4Matches::kOwnThenEither
                         : level == 3   ? logic::Lz4Matches::kOwnThenLevels
                                        : logic::Lz4Matches::kOwnThenChain,
-                        static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16));
+                        static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16), n + 7);
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
         }
@@ -97,7 +98,9 @@ TEST(Lz4Segments, LongRunsAndFarMatchesMatchLiblz4) {
   for (const Buf& src : srcs) {
     for (int level : {0, 9}) {
       const Buf enc = liblz4_block(src, level);
-      const Result r = segmented(enc, src.size());
+      // the chained matches by levels (the default) at level 0, in groups at level 9
+      const Result r = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable,
+                                 level == 0 ? logic::Lz4Matches::kOwnThenLevels : logic::Lz4Matches::kOwnThenChain);
       ASSERT_EQ(r.status, DecodeStatus::kOk);
       ASSERT_TRUE(r.bytes == src) << "level " << level;
     }
@@ -110,9 +113,11 @@ TEST(Lz4Segments, CraftedFarMatchesAndEveryOffsetMatchLiblz4) {
       const std::size_t tail = mlen < 8 ? 12 : 5;
       const Buf enc = lz4_far_match_block(off, mlen, off + 3, tail, static_cast<std::uint32_t>(off * 31 + mlen));
       const std::size_t size = off + 3 + mlen + tail;
-      const Result r = segmented(enc, size);
-      ASSERT_EQ(r.status, DecodeStatus::kOk) << "off " << off << " len " << mlen;
-      ASSERT_TRUE(r.bytes == liblz4_decode(enc, size)) << "off " << off << " len " << mlen;
+      for (const logic::Lz4Matches matches : {logic::Lz4Matches::kOwnThenLevels, logic::Lz4Matches::kOwnThenChain}) {
+        const Result r = segmented(enc, size, 8192, logic::Lz4Walk::kTable, matches);
+        ASSERT_EQ(r.status, DecodeStatus::kOk) << "off " << off << " len " << mlen;
+        ASSERT_TRUE(r.bytes == liblz4_decode(enc, size)) << "off " << off << " len " << mlen;
+      }
     }
   }
   std::size_t size = 0;
@@ -952,7 +957,12 @@ TEST(Lz4Segments, DamagedBlocksGetTheSerialStatus) {
       const int flips = 1 + static_cast<int>(rng() % 4);
       for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
       const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
-      const Result r = segmented(bad, size, trial % 2 == 0 ? 8192 : 296);
+      // the chained matches by levels (the default), groups or either per segment
+      const Result r = segmented(bad, size, trial % 2 == 0 ? 8192 : 296, logic::Lz4Walk::kTable,
+                                 trial % 4 == 0   ? logic::Lz4Matches::kOwnThenChain
+                                 : trial % 4 == 2 ? logic::Lz4Matches::kOwnThenEither
+                                                  : logic::Lz4Matches::kOwnThenLevels,
+                                 0, static_cast<std::uint64_t>(trial));
       ASSERT_EQ(r.status, lz4_serial_status(bad, size)) << "trial " << trial;
       if (r.status == DecodeStatus::kOk) {
         Buf ref(size);
@@ -966,8 +976,9 @@ TEST(Lz4Segments, DamagedBlocksGetTheSerialStatus) {
 }
 
 // The walk's segments: within lz4_segment_bound, each but the last closed by its output or its
-// sequence count, none holding more than kLz4SegmentSeqs sequences; and groups that take many
-// matches at once on climate data (the point of the match pass).
+// sequence count, none holding more than kLz4SegmentSeqs sequences; and groups, and the
+// dependency levels' passes (the default), that take many matches at once on climate data (the
+// point of the match pass).
 TEST(Lz4Segments, SegmentsKeepTheirBoundsAndGroupsTakeManyMatches) {
   for (const auto& kind : kDataKinds) {
     const Buf src = kind.make(1 << 20);
@@ -1003,12 +1014,15 @@ TEST(Lz4Segments, SegmentsKeepTheirBoundsAndGroupsTakeManyMatches) {
       }
       sequences += n;
     }
-    const Result r = segmented(enc, src.size());
+    const Result r = segmented(enc, src.size(), 8192, logic::Lz4Walk::kTable, logic::Lz4Matches::kOwnThenChain);
+    const Result lv = segmented(enc, src.size());
     ASSERT_EQ(r.status, DecodeStatus::kOk);
+    ASSERT_EQ(lv.status, DecodeStatus::kOk);
     if (std::string(kind.name) == "climate_f32") {
       ASSERT_GT(sequences, 0u);
-      // a group per match would be no better than the serial order
+      // a group (or a pass) per match would be no better than the serial order
       EXPECT_LT(r.groups * 2, sequences) << r.groups << " groups for " << sequences << " sequences";
+      EXPECT_LT(lv.groups * 2, sequences) << lv.groups << " passes for " << sequences << " sequences";
     }
   }
 }
