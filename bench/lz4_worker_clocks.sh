@@ -18,7 +18,8 @@
 # segment with runs: its literals, 32 sequences at a time), ready (the pass before the wait: the
 # own pass, or the bits' ready pass where it is on; the dependency levels' computation; the
 # steps between), wait (the chain's wait for the segment before), match (its chained matches by
-# levels or in groups, the fence and the flag). Extra CUDA flags for the build: CUDA_FLAGS (e.g.
+# levels or in groups), flag (the fence and the flag; since session 38, before in match). The
+# summary also gives the chained records and their passes a segment, and the cycles a pass. Extra CUDA flags for the build: CUDA_FLAGS (e.g.
 # -DCS_LZ4_RUNS=0 for the serial parse). The laps cost a few cycles a phase: compare phases,
 # not the bench's times. The patch is against the workers as of session 38: if it no longer
 # applies, refresh it with them.
