@@ -96,7 +96,7 @@ __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& 
 // The literals of c <= 32 parsed sequences (lane u holds sequence u's literal source in `in`,
 // length and output position): one after another by the whole warp, or with kLitLanes < 32,
 // 32 / kLitLanes at once, lane r of a group taking bytes r, r + kLitLanes, ... of its literal,
-// four loads before their stores. (Loading a group of 8 sequences' literals a byte a lane for
+// kLitUnroll loads (4) for each of kLitRounds rounds (1) before their stores. (Loading a group of 8 sequences' literals a byte a lane for
 // every member, session 35, measured 3 % slower on the era5-like batch with the serial parse
 // and 10 % slower with the runs' parse: docs/gpu_decoders.md.) With -DCS_LZ4_LIT_WORDS=1 lane r
 // of a group takes destination words r, r + kLitLanes, ... instead (lz4_literal_words.hpp), two

@@ -67,8 +67,8 @@ constexpr unsigned kSegWarps = 8;
 #endif
 constexpr bool kRunsOn = CS_LZ4_RUNS != 0;
 // Lanes a literal takes when a worker copies a batch of 32 sequences' literals: 8 (the default)
-// copies 4 literals at once, a group of 8 lanes each, four loads in flight a lane before their
-// stores (copy_literals); 4 or 16 copy 8 or 2 at once; 32 copies one literal after another with
+// copies 4 literals at once, a group of 8 lanes each, kLitUnroll x kLitRounds loads (4 by
+// default) in flight a lane before their stores (copy_literals); 4 or 16 copy 8 or 2 at once; 32 copies one literal after another with
 // the whole warp (lane_copy_forward: ~35 instructions and two dependent load-store round trips
 // for an era5-like literal of ~52 bytes). Measured on the H200 (session 36, kernel ms, medians of
 // two rounds a call; docs/gpu_decoders.md): 8 lanes against 32, era5-like 4 MiB x256 6.98 / 7.51
@@ -82,12 +82,17 @@ constexpr unsigned kLitLanes = CS_LZ4_LIT_LANES;
 static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes == 32, "lanes a literal");
 // The byte copy of literals (kLitLanes < 32, without the word copy): a lane loads kLitUnroll
 // bytes of its literal, kLitLanes apart, for each of kLitRounds rounds of 32 / kLitLanes
-// literals, before it stores any (4 and 1 by default, as measured in session 36). The worker
+// literals, before it stores any (4 and 1 by default: the loop that session 36 measured with its
+// lane counts; other values were not measured against it). The worker
 // clocks of session 38 put the era5-like batch's literals at half the workers' cycles, ~207 k a
 // segment for ~230 literals of ~52 bytes: with 8 lanes and 4 bytes a trip, a call of 32 literals
 // takes 16 trips, each a dependent load-store round trip; 8 bytes a trip make it 8 (one trip a
-// literal up to 64 bytes), and two rounds at once halve it again. Written in session 38 after its
-// GPU calls: compiled, not measured.
+// literal up to 64 bytes), and two rounds at once halve it again where the two rounds' literals
+// are of like lengths (a trip ends with the longest literal of the lane's rounds). UNROLL=8 with
+// ROUNDS=2 spills more (the fused kernel's workers 218/292 bytes against 170/240). Written in
+// session 38 after its GPU calls: compiled, and a host simulation of the loop (a second
+// review's: every lane count, unroll 1-16, rounds 1, 2 and 4 against memcpy) found it exact; not
+// run on a GPU.
 #ifndef CS_LZ4_LIT_UNROLL
 #define CS_LZ4_LIT_UNROLL 4
 #endif
