@@ -436,8 +436,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
       return DecodeStatus::kCorrupt;
   std::vector<std::uint8_t> bytes;
   std::vector<std::uint32_t> words;
-  if (matches == Lz4Matches::kOwnThenChain || matches == Lz4Matches::kOwnThenLevels ||
-      matches == Lz4Matches::kOwnThenEither) {
+  if (matches != Lz4Matches::kChain) {  // (kReadyFirst returned above)
     // the pattern over every match's output, then the own passes, segments in reverse order
     for (const auto& r : recs)
       for (const Lz4MatchRecord& m : r)

@@ -96,17 +96,27 @@ __device__ void lane_copy_match(std::uint8_t* out, const logic::Lz4MatchRecord& 
 // The literals of c <= 32 parsed sequences (lane u holds sequence u's literal source in `in`,
 // length and output position): one after another by the whole warp, or with kLitLanes < 32,
 // 32 / kLitLanes at once, lane r of a group taking bytes r, r + kLitLanes, ... of its literal,
-// kLitUnroll loads (4) for each of kLitRounds rounds (1) before their stores. (Loading a group of 8 sequences' literals a byte a lane for
-// every member, session 35, measured 3 % slower on the era5-like batch with the serial parse
-// and 10 % slower with the runs' parse: docs/gpu_decoders.md.) With -DCS_LZ4_LIT_WORDS=1 lane r
+// kLitUnroll loads (4) for each of kLitRounds rounds (1) before their stores. (Loading a group
+// of 8 sequences' literals a byte a lane for every member, session 35, measured 3 % slower on
+// the era5-like batch with the serial parse and 10 % slower with the runs' parse:
+// docs/gpu_decoders.md.) With -DCS_LZ4_LIT_WORDS=1 lane r
 // of a group takes destination words r, r + kLitLanes, ... instead (lz4_literal_words.hpp), two
 // at once (lz4_literal_words_head: up to 3 bytes at the block's end go by bytes).
+struct LaneLiteral {
+  std::uint32_t from, at, len;  // source in `in`, output position, length (0 past the c-th)
+};
+// Sequence u's literal (u < 32; lane u holds it), on every lane: all lanes call this together.
+__device__ LaneLiteral literal_of(std::uint32_t my_src, std::uint32_t my_lit, std::uint32_t my_op, std::uint32_t u,
+                                  std::uint32_t c) {
+  const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), at = __shfl_sync(kFullMask, my_op, u);
+  const std::uint32_t len = __shfl_sync(kFullMask, my_lit, u);
+  return {from, at, u < c ? len : 0u};
+}
 __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::uint32_t in_size, std::uint32_t my_src,
                               std::uint32_t my_lit, std::uint32_t my_op, std::uint32_t c, unsigned lane) {
   if constexpr (kLitLanes == 32) {
     for (std::uint32_t u = 0; u < c; ++u) {
-      const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), lit = __shfl_sync(kFullMask, my_lit, u);
-      const std::uint32_t at = __shfl_sync(kFullMask, my_op, u);
+      const auto [from, at, lit] = literal_of(my_src, my_lit, my_op, u, c);
       logic::lane_copy_forward(out + at, in + from, lit, lane);
     }
   } else {
@@ -114,10 +124,8 @@ __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::ui
     const std::uint32_t g = lane / kLitLanes, r = lane % kLitLanes;
     if constexpr (kLitWords) {
       for (std::uint32_t u0 = 0; u0 < c; u0 += kAtOnce) {
-        const std::uint32_t u = u0 + g;  // < 32: u0 is a multiple of kAtOnce below 32
-        const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), at = __shfl_sync(kFullMask, my_op, u);
-        const std::uint32_t lit_u = __shfl_sync(kFullMask, my_lit, u);
-        const std::uint32_t lit = u < c ? lit_u : 0u;
+        // u0 + g < 32: u0 is a multiple of kAtOnce below 32
+        const auto [from, at, lit] = literal_of(my_src, my_lit, my_op, u0 + g, c);
         const std::uint8_t* src = in + from;
         std::uint8_t* dst = out + at;
         // positions relative to the 4-byte aligned addresses at or below `in` and `out`; the
@@ -159,12 +167,11 @@ __device__ void copy_literals(std::uint8_t* out, const std::uint8_t* in, std::ui
         std::uint32_t lit[kRounds], most = 0;
 #pragma unroll
         for (std::uint32_t p = 0; p < kRounds; ++p) {
-          const std::uint32_t u = u0 + p * kAtOnce + g;  // < 32 (the static_assert)
-          const std::uint32_t from = __shfl_sync(kFullMask, my_src, u), at = __shfl_sync(kFullMask, my_op, u);
-          const std::uint32_t lit_u = __shfl_sync(kFullMask, my_lit, u);
-          lit[p] = u < c ? lit_u : 0u;
-          src[p] = in + from;
-          dst[p] = out + at;
+          // u0 + p kAtOnce + g < 32: the static_assert
+          const LaneLiteral one = literal_of(my_src, my_lit, my_op, u0 + p * kAtOnce + g, c);
+          lit[p] = one.len;
+          src[p] = in + one.from;
+          dst[p] = out + one.at;
           most = lit[p] > most ? lit[p] : most;
         }
         for (std::uint32_t k = r; k < most; k += kUnroll * kLitLanes) {
@@ -309,7 +316,7 @@ __device__ std::uint32_t own_pass(std::uint8_t* out, logic::Lz4MatchRecord* recs
 // the sort's (highest level + 1) x chunks ballots cost a few times the groups' copies; off the
 // chain only while the warp would wait.
 __device__ void dep_levels(const logic::Lz4MatchRecord* recs, std::uint32_t nrec, std::uint8_t* level,
-                                    std::uint8_t* order, unsigned lane) {
+                           std::uint8_t* order, unsigned lane) {
   static_assert(logic::kLz4SegmentSeqs <= 256, "a level and an index in a byte");
   std::uint32_t top = 0;
   __syncwarp();  // the staging area's last readers (the literals) before these writes

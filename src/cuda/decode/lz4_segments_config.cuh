@@ -152,8 +152,8 @@ constexpr bool kOwnFirst = CS_LZ4_OWN_FIRST != 0;
 //    Wider passes (64 or 128 records, a lane's loads before its stores, or 64 copied one after
 //    the other) measured slower: 1.035-1.174 / 1.020-1.162 / 1.140-1.542 (calls 3 and 4).
 //    -DCS_LZ4_LEVELS=2: the levels only where the segment before is not done when the own pass
-//    ends (the wait would hide their computation, where it ends first), else the groups (written in session 38 after
-//    its GPU calls: host-tested, compiled, not measured).
+//    ends (the wait would hide their computation, where it ends first), else the groups
+//    (written in session 38 after its GPU calls: host-tested, compiled, not measured).
 #ifndef CS_LZ4_LEVELS
 #define CS_LZ4_LEVELS 1
 #endif
