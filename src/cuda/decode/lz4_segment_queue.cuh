@@ -22,7 +22,7 @@ __device__ unsigned long long queue_entry(std::size_t j, std::uint32_t k, bool l
          (last ? 1ull << 63 : 0ull);
 }
 
-// (polls use it only with CS_LZ4_POLL_ACQUIRE=1; see poll_load)
+// (polls use it with CS_LZ4_POLL_ACQUIRE=1, see poll_load, and chain_acquired with CS_LZ4_POLL_FENCE=2)
 [[maybe_unused]] __device__ unsigned load_acquire(const std::uint32_t* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -67,12 +67,17 @@ __device__ void store_relaxed(std::uint32_t* p, unsigned v) {
 #endif
 constexpr bool kPollAcquire = CS_LZ4_POLL_ACQUIRE != 0;
 // -DCS_LZ4_POLL_FENCE=1: fence.acquire.gpu (PTX 8.6, sm_90), which need not wait for this
-// thread's own stores as acq_rel does (a second review's suggestion, for an A/B).
+// thread's own stores as acq_rel does (a second review's suggestion, for an A/B). 2: where the
+// chain's wait sees its flag (chain_acquired), one ld.acquire.gpu of the flag again instead of
+// a fence: it reads the released value (coherence: the flag is not written again in the
+// launch), so it synchronizes with the release, and an acquire load compiles to the load and
+// the L1 invalidation without the MEMBAR that fence.acq_rel makes (session 39's ncu of the synth
+// fields: ~2.4 k cycles on that MEMBAR a link of the chain, the link ~23.6 k).
 #ifndef CS_LZ4_POLL_FENCE
 #define CS_LZ4_POLL_FENCE 0
 #endif
 __device__ void fence_acquire() {
-#if CS_LZ4_POLL_FENCE
+#if CS_LZ4_POLL_FENCE == 1
   asm volatile("fence.acquire.gpu;" ::: "memory");
 #else
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
@@ -89,6 +94,14 @@ __device__ T poll_load(const T* p) {
 // After a poll saw what it waited for.
 __device__ void poll_acquired() {
   if constexpr (!kPollAcquire) fence_acquire();
+}
+// After the chain's wait saw the flag `seen` done (segment_worker): as poll_acquired, or with
+// CS_LZ4_POLL_FENCE=2 an acquire load of that flag.
+__device__ void chain_acquired(const std::uint32_t* seen) {
+  if constexpr (!kPollAcquire && CS_LZ4_POLL_FENCE == 2)
+    static_cast<void>(load_acquire(seen));
+  else
+    poll_acquired();
 }
 
 // Pushes segment k of buffer j (its start, and its end where it is not the last, already

@@ -657,7 +657,7 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
         __nanosleep(sleep);
         if (kChainSleepMax > 64) sleep = sleep < kChainSleepMax ? 2 * sleep : sleep;
       }
-      poll_acquired();
+      chain_acquired(s.flags + base + k - 1);
     }
     if (by_levels) {
       for (std::uint32_t r = 0; r < nrec;) {
@@ -670,8 +670,10 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
         __syncwarp();
       }
     }
-    // every lane's writes, then the flag
-    __threadfence();
+    // every lane's writes, then the flag: with kFlagFence each lane's fence, then lane 0's
+    // release; without it the release alone, which is cumulative over the lanes' writes that
+    // __syncwarp orders before it (bar.warp.sync orders memory among the warp's threads)
+    if constexpr (kFlagFence) __threadfence();
     __syncwarp();
     if (lane == 0) {
       // a split-walked buffer's next segment (split_job): its ticket, then the count the

@@ -173,6 +173,15 @@ constexpr bool kMatchWordStores = CS_LZ4_MATCH_WORD_STORES != 0;
 // The chain's wait on the segment before sleeps 64 ns a poll, doubling up to this (ns): each
 // poll is ~5 instructions of issue slots the SM's other warps could use (the wait was ~26 % of
 // the instructions executed in session 34's ncu).
+// A segment's flag after its chained matches (segment_worker): CS_LZ4_FLAG_FENCE=1 (the default)
+// has every lane fence (__threadfence: MEMBAR.SC.GPU and an invalidation of the SM's L1) before
+// lane 0's release store (itself a MEMBAR.ALL.GPU and the store), two fences one after the other
+// on each link of the chain; 0 leaves the release alone. Session 39's ncu of the synth fields
+// put ~0.7 k cycles a link on each of the two (the link ~23.6 k cycles).
+#ifndef CS_LZ4_FLAG_FENCE
+#define CS_LZ4_FLAG_FENCE 1
+#endif
+constexpr bool kFlagFence = CS_LZ4_FLAG_FENCE != 0;
 #ifndef CS_LZ4_CHAIN_SLEEP_MAX
 #define CS_LZ4_CHAIN_SLEEP_MAX 64
 #endif
