@@ -66,16 +66,21 @@ __device__ void store_relaxed(std::uint32_t* p, unsigned v) {
 #define CS_LZ4_POLL_ACQUIRE 0
 #endif
 constexpr bool kPollAcquire = CS_LZ4_POLL_ACQUIRE != 0;
-// -DCS_LZ4_POLL_FENCE=1: fence.acquire.gpu (PTX 8.6, sm_90), which need not wait for this
-// thread's own stores as acq_rel does (a second review's suggestion, for an A/B). 2: where the
-// chain's wait sees its flag (chain_acquired), one ld.acquire.gpu of the flag again instead of
-// a fence: it reads the released value (coherence: the flag is not written again in the
-// launch), so it synchronizes with the release, and an acquire load compiles to the load and
-// the L1 invalidation without the MEMBAR that fence.acq_rel makes (session 39's ncu of the synth
-// fields: ~2.4 k cycles on that MEMBAR a link of the chain, the link ~23.6 k).
+// CS_LZ4_POLL_FENCE=1 (the default since session 39): fence.acquire.gpu (PTX 8.6, sm_90) after
+// a poll, which need not wait for this thread's own stores as fence.acq_rel.gpu (0) does: a
+// worker reaches the chain's wait with its literals' and own pass's stores in flight, and the
+// acq_rel fence (MEMBAR.ALL.GPU) held ~2.4 k cycles of a synth field's link of ~23.6 k (session
+// 39's ncu). A strong read followed by fence.acquire is an acquire pattern in the PTX memory
+// model. 2: where the chain's wait sees its flag (chain_acquired), one ld.acquire.gpu of the
+// flag again instead of a fence: it reads the released value (coherence: the flag is not
+// written again in the launch), so it synchronizes with the release; an acquire load compiles
+// to the load and the L1 invalidation without a MEMBAR. Measured with CS_LZ4_FLAG_FENCE=0
+// (lz4_segments_config.cuh gives the figures): 1 and 2 equal on the synth fields (0.952 /
+// 0.951), 1 better on the era5-like batch (0.995 / 1.028, a noisy batch).
 #ifndef CS_LZ4_POLL_FENCE
-#define CS_LZ4_POLL_FENCE 0
+#define CS_LZ4_POLL_FENCE 1
 #endif
+static_assert(CS_LZ4_POLL_FENCE >= 0 && CS_LZ4_POLL_FENCE <= 2, "CS_LZ4_POLL_FENCE: 0, 1 or 2");
 __device__ void fence_acquire() {
 #if CS_LZ4_POLL_FENCE == 1
   asm volatile("fence.acquire.gpu;" ::: "memory");

@@ -173,13 +173,18 @@ constexpr bool kMatchWordStores = CS_LZ4_MATCH_WORD_STORES != 0;
 // The chain's wait on the segment before sleeps 64 ns a poll, doubling up to this (ns): each
 // poll is ~5 instructions of issue slots the SM's other warps could use (the wait was ~26 % of
 // the instructions executed in session 34's ncu).
-// A segment's flag after its chained matches (segment_worker): CS_LZ4_FLAG_FENCE=1 (the default)
-// has every lane fence (__threadfence: MEMBAR.SC.GPU and an invalidation of the SM's L1) before
-// lane 0's release store (itself a MEMBAR.ALL.GPU and the store), two fences one after the other
-// on each link of the chain; 0 leaves the release alone. Session 39's ncu of the synth fields
-// put ~0.7 k cycles a link on each of the two (the link ~23.6 k cycles).
+// A segment's flag after its chained matches (segment_worker): CS_LZ4_FLAG_FENCE=1 has every
+// lane fence (__threadfence: MEMBAR.SC.GPU and an invalidation of the SM's L1) before lane 0's
+// release store (itself a MEMBAR.ALL.GPU and the store), two fences one after the other on each
+// link of the chain; 0 (the default since session 39) leaves the release alone. Session 39's ncu
+// of the synth fields put ~0.7 k cycles a link on each of the two (the link ~23.6 k cycles).
+// Measured on the H200 (session 39, call 3, kernel ms, medians of two rounds, against 1 with the
+// acq_rel fence after the wait; era5-like 4 MiB x256 / mixed 64 KiB-1 MiB x1024 / synth fields
+// x256, one chunk): 0 alone 1.015 / 0.989 / 0.974 / 1.002; 0 with fence.acquire after the polls
+// (CS_LZ4_POLL_FENCE=1, now the default too) 0.995 / 0.981 / 0.952 / 1.000; 0 with the chain's
+// acquire load (=2) 1.028 / 0.980 / 0.951 / 0.998. GPU suites passed on all three.
 #ifndef CS_LZ4_FLAG_FENCE
-#define CS_LZ4_FLAG_FENCE 1
+#define CS_LZ4_FLAG_FENCE 0
 #endif
 constexpr bool kFlagFence = CS_LZ4_FLAG_FENCE != 0;
 #ifndef CS_LZ4_CHAIN_SLEEP_MAX
