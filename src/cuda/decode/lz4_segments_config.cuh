@@ -90,9 +90,13 @@ static_assert(kLitLanes == 4 || kLitLanes == 8 || kLitLanes == 16 || kLitLanes =
 // literal up to 64 bytes), and two rounds at once halve it again where the two rounds' literals
 // are of like lengths (a trip ends with the longest literal of the lane's rounds). UNROLL=8 with
 // ROUNDS=2 spills more (the fused kernel's workers 218/292 bytes against 170/240). Written in
-// session 38 after its GPU calls: compiled, and a host simulation of the loop (a second
-// review's: every lane count, unroll 1-16, rounds 1, 2 and 4 against memcpy) found it exact; not
-// run on a GPU.
+// session 38 after its GPU calls; a host simulation of the loop (a second review's: every lane
+// count, unroll 1-16, rounds 1, 2 and 4 against memcpy) found it exact. Measured on the H200
+// (session 39, call 1, kernel ms, medians of two rounds, against the defaults; era5-like /
+// mixed / synth fields / one chunk): UNROLL=8 0.988 / 0.962 / 1.026 / 1.001, with ROUNDS=2 as
+// well 1.096 / 1.044 / 1.084 / 0.999; GPU suites (38 tests) and memcheck clean on both. Neither
+// is the default: 8 gains on two batches and loses on the synth fields, and was not measured
+// with session 39's fences.
 #ifndef CS_LZ4_LIT_UNROLL
 #define CS_LZ4_LIT_UNROLL 4
 #endif
@@ -153,7 +157,10 @@ constexpr bool kOwnFirst = CS_LZ4_OWN_FIRST != 0;
 //    the other) measured slower: 1.035-1.174 / 1.020-1.162 / 1.140-1.542 (calls 3 and 4).
 //    -DCS_LZ4_LEVELS=2: the levels only where the segment before is not done when the own pass
 //    ends (the wait would hide their computation, where it ends first), else the groups
-//    (written in session 38 after its GPU calls: host-tested, compiled, not measured).
+//    Measured slower (session 39, call 1, against 1): 1.062 / 0.993 / 1.070, one chunk 1.002;
+//    a segment whose predecessor is done when its own pass ends is not off the chain's critical
+//    path, and its groups then make the link longer than its levels would (GPU tests and
+//    memcheck clean). Off.
 #ifndef CS_LZ4_LEVELS
 #define CS_LZ4_LEVELS 1
 #endif
