@@ -672,9 +672,14 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
     }
     // every lane's writes, then the flag: with kFlagFence each lane's fence, then lane 0's
     // release; without it the release alone, which is cumulative over the lanes' writes that
-    // __syncwarp orders before it (bar.warp.sync orders memory among the warp's threads)
+    // __syncwarp orders before it (bar.warp.sync orders memory among the warp's threads, as
+    // its PTX text says; kFlagBarrier takes the warp's own named barrier instead, which the
+    // memory model lists among the operations that synchronize)
     if constexpr (kFlagFence) __threadfence();
-    __syncwarp();
+    if constexpr (kFlagBarrier)
+      warp_barrier(warp);
+    else
+      __syncwarp();
     if (lane == 0) {
       // a split-walked buffer's next segment (split_job): its ticket, then the count the
       // workers' exit test reads (next_segment), and only then this segment's flag. The

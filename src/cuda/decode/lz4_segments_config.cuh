@@ -194,6 +194,22 @@ constexpr bool kMatchWordStores = CS_LZ4_MATCH_WORD_STORES != 0;
 #define CS_LZ4_FLAG_FENCE 0
 #endif
 constexpr bool kFlagFence = CS_LZ4_FLAG_FENCE != 0;
+// -DCS_LZ4_FLAG_BARRIER=1: the warp meets on its own named barrier (warp_barrier) instead of
+// __syncwarp before lane 0's release of the flag. A second review (session 39) found the release's
+// cumulativity over the other lanes' writes resting on bar.warp.sync's written promise to order
+// memory among the warp's threads, which the PTX memory model's list of synchronizing operations
+// does not include (nor did the lanes' fences make it formal: a fence joins a release pattern
+// only with a strong write by its own thread); barrier.sync is on that list. Off: measured on
+// the H200 (session 39, call 4, against call 3's measurement of the same default in another
+// call, so only roughly) synth fields x256 13.66-13.68 ms against 13.42-13.45 (~1.7 % slower),
+// era5-like x256 6.09 against 6.06-6.21, mixed 3.03-3.05 against 3.01-3.03; GPU suites (38
+// tests) passed. The default keeps __syncwarp, whose promise the CUDA programming guide states
+// and on which the code's other lane-to-lane hand-overs rest too (next_segment, the ready pass).
+#ifndef CS_LZ4_FLAG_BARRIER
+#define CS_LZ4_FLAG_BARRIER 0
+#endif
+constexpr bool kFlagBarrier = CS_LZ4_FLAG_BARRIER != 0;
+static_assert(kSegWarps <= 8 && kTableWarps <= 8, "warp_barrier: named barriers 8-15, one a warp");
 #ifndef CS_LZ4_CHAIN_SLEEP_MAX
 #define CS_LZ4_CHAIN_SLEEP_MAX 64
 #endif

@@ -212,6 +212,24 @@ template <unsigned Id>
 __device__ inline void bar_arrive_id(unsigned threads) {
   asm volatile("barrier.arrive %0, %1;" ::"n"(Id), "r"(threads) : "memory");
 }
+// A barrier of one warp's 32 threads, on its own named barrier 8 + warp (warp < 8; ids 8-15 are
+// used nowhere else): what __syncwarp does, but barrier.sync is among the operations that
+// synchronize with each other in the PTX memory model, where bar.warp.sync is not (its text says
+// only that it orders memory among the warp's threads), so a release by one lane after it is
+// formally cumulative over the other lanes' writes before it (a second review's reading, session
+// 39). Immediate ids through a switch, as bar_sync's.
+__device__ inline void warp_barrier(unsigned warp) {
+  switch (warp) {
+    case 0: bar_sync_id<8>(32); break;
+    case 1: bar_sync_id<9>(32); break;
+    case 2: bar_sync_id<10>(32); break;
+    case 3: bar_sync_id<11>(32); break;
+    case 4: bar_sync_id<12>(32); break;
+    case 5: bar_sync_id<13>(32); break;
+    case 6: bar_sync_id<14>(32); break;
+    default: bar_sync_id<15>(32); break;
+  }
+}
 // id is kLz4BarFull + i, kLz4BarEmpty + i (i = 0, 1) or kLz4BarCopy
 __device__ inline void bar_sync(unsigned id, unsigned threads) {
   switch (id) {
