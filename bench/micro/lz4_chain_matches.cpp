@@ -12,7 +12,11 @@
 //   - their levels (session 37): level 0 reads only the segment's literals (the device's own
 //     pass, logic::lz4_reads_own_literals, takes these), level d literals and matches of levels
 //     below d; and the groups left without the levels up to d; the chained matches' passes by
-//     dependency levels, 32 short matches a pass (the device's), or 64 or 128 (session 38).
+//     dependency levels, 32 short matches a pass (the device's), or 64 or 128 (session 38);
+//   - the same levels and passes after forwarding (session 39): a chained match that does not
+//     overlap its output and reads bytes wholly inside the output of one earlier chained match
+//     that does not overlap its own reads that match's source instead (its offset plus the
+//     other's), as often as that holds, which would take it off the other's level.
 // Build and run from the repository root, after the library's build:
 //   g++ -std=c++20 -O2 -Isrc -Ibench bench/micro/lz4_chain_matches.cpp build/libcubestream.a
 //       -llz4 -lpthread -o lz4_chain_matches && ./lz4_chain_matches   (one command line)
@@ -42,7 +46,7 @@ std::uint64_t groups_of(const std::vector<logic::Lz4MatchRecord>& r) {
 void count(const char* name, const std::vector<Bytes>& raws) {
   std::uint64_t segs = 0, matches = 0, groups = 0, overlapping = 0, groups_overlap = 0, own = 0, chained = 0;
   std::uint64_t lens[logic::kLz4LaneMatchMax + 2] = {};
-  std::uint64_t lvl[4] = {}, lvl_chained[4] = {}, dep_passes = 0, dep_levels = 0, wide_passes[2] = {};
+  std::uint64_t lvl[4] = {}, lvl_chained[4] = {}, dep_passes = 0, dep_levels = 0, wide_passes[2] = {}, fwd_passes = 0, fwd_levels = 0;
   for (const Bytes& raw : raws) {
     Bytes enc(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw.size()))));
     const int n = LZ4_compress_default(reinterpret_cast<const char*>(raw.data()), reinterpret_cast<char*>(enc.data()),
@@ -132,6 +136,41 @@ void count(const char* name, const std::vector<Bytes>& raws) {
           wide_passes[1] += (shorts[l] + 127) / 128 + longs[l];
         }
         dep_levels += shorts.size();
+        // forwarding: a chained non-overlapping match whose read range lies wholly inside the
+        // output of one earlier non-overlapping chained match A reads A's source instead
+        // (offset + A's offset), repeatedly; then levels again
+        std::vector<logic::Lz4MatchRecord> fw = rest0;
+        for (std::size_t i = 0; i < fw.size(); ++i) {
+          logic::Lz4MatchRecord& m = fw[i];
+          if (m.off < m.len) continue;
+          for (bool moved = true; moved;) {
+            moved = false;
+            const std::uint32_t a = m.dst - m.off, e = a + m.len;
+            for (std::size_t j = i; j-- > 0;) {
+              const logic::Lz4MatchRecord& A = rest0[j];
+              if (A.dst + A.len <= a || A.dst >= e) continue;
+              if (A.dst <= a && e <= A.dst + A.len && A.off >= A.len) {
+                m.off += A.off;
+                moved = true;
+              }
+              break;
+            }
+          }
+        }
+        std::vector<int> fl(fw.size(), 0);
+        std::vector<std::uint64_t> fs, flg;
+        for (std::size_t i = 0; i < fw.size(); ++i) {
+          const logic::Lz4MatchRecord& m = fw[i];
+          const std::uint32_t a = m.dst - m.off, e = a + std::min(m.off, m.len);
+          int l = 0;
+          for (std::size_t j = 0; j < i; ++j)
+            if (fw[j].dst < e && fw[j].dst + fw[j].len > a) l = std::max(l, fl[j] + 1);
+          fl[i] = l;
+          if (static_cast<std::size_t>(l) >= fs.size()) fs.resize(l + 1), flg.resize(l + 1);
+          (m.len > logic::kLz4LaneMatchMax ? flg : fs)[l] += 1;
+        }
+        for (std::size_t l = 0; l < fs.size(); ++l) fwd_passes += (fs[l] + 31) / 32 + flg[l];
+        fwd_levels += fs.size();
       }
       for (std::uint32_t at = 0; at < r.size();) {
         const std::uint32_t g = logic::lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
@@ -160,6 +199,8 @@ void count(const char* name, const std::vector<Bytes>& raws) {
                 100.0 * static_cast<double>(lvl[d]) / m, d, static_cast<double>(lvl_chained[d]) / s);
   std::printf("%-26s after level 0, in dependency levels: %.2f levels, %.2f passes a segment\n", "",
               static_cast<double>(dep_levels) / s, static_cast<double>(dep_passes) / s);
+  std::printf("%-26s forwarded: %.2f levels, %.2f passes a segment\n", "",
+              static_cast<double>(fwd_levels) / s, static_cast<double>(fwd_passes) / s);
   std::printf("%-26s passes a segment with 64 or 128 short matches a pass (session 38): %.2f, %.2f\n", "",
               static_cast<double>(wide_passes[0]) / s, static_cast<double>(wide_passes[1]) / s);
 }
