@@ -108,9 +108,8 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
       0, nullptr,
       size % 5 == 0   ? logic::Lz4Matches::kChain
       : size % 5 == 1 ? logic::Lz4Matches::kOwnThenChain
-      : size % 5 == 2 ? logic::Lz4Matches::kOwnThenEither
                       : logic::Lz4Matches::kOwnThenLevels,
-      size);  // (the seed: kOwnThenEither's choice of levels or groups per segment)
+      size);
   if (st6 != st4) bug("segmented decoder status differs from the serial decoder", static_cast<std::size_t>(st6),
                       static_cast<std::size_t>(st4));
   if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)

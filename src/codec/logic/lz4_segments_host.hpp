@@ -358,16 +358,12 @@ inline DecodeStatus lz4_ready_first_matches_host(const std::uint8_t* in, std::ui
 //    byte read, then every byte written); *groups receives a level's short matches' passes, 32 a
 //    pass, plus one for each long match (the device copies those inside its passes, each by the
 //    whole warp, so its pass count can be lower);
-//  - kOwnThenEither (-DCS_LZ4_LEVELS=2): the own passes, then per segment the levels or the
-//    groups (the device picks by whether the segment before is done when its own pass ends, and
-//    segment 0 always takes groups; here a hash of the seed and the segment picks, which models
-//    no timing: it runs both forms on the segments of one block);
 //  - kChain: the chained passes alone (-DCS_LZ4_OWN_FIRST=0);
 //  - kReadyFirst: the ready pass with pending bits first (lz4_match_bits.hpp), run by
 //    lz4_ready_first_matches_host above in the seed's order (*groups then receives the chained
 //    pass's groups, those after the ready passes).
 enum class Lz4Walk { kSerial, kTable, kTableAhead, kTablePipeline };
-enum class Lz4Matches { kOwnThenChain, kOwnThenLevels, kOwnThenEither, kChain, kReadyFirst };
+enum class Lz4Matches { kOwnThenChain, kOwnThenLevels, kChain, kReadyFirst };
 inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                              std::size_t size, std::size_t walk_window = 8192,
                                              std::uint64_t* groups = nullptr, Lz4Walk walk = Lz4Walk::kTable,
@@ -455,9 +451,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
   std::vector<const Lz4MatchRecord*> set;
   for (std::uint32_t k = 0; k < count; ++k) {
     const auto& r = recs[k];
-    const bool by_levels =
-        matches == Lz4Matches::kOwnThenLevels ||
-        (matches == Lz4Matches::kOwnThenEither && ((seed + k) * 0x9E3779B97F4A7C15ull >> 40 & 1u) != 0);
+    const bool by_levels = matches == Lz4Matches::kOwnThenLevels;
     if (!by_levels) {
       for (std::uint32_t at = 0; at < r.size();) {
         const std::uint32_t g = lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);

@@ -639,14 +639,8 @@ __device__ void segment_worker(const DeviceBatch& b, const Lz4SegmentScratch& s,
       nrec = ready_pass(out, bits, recs, nrec, s.segs + base, s.flags + base, k, seg.out, lane);
     else if (kOwnFirst)
       nrec = own_pass(out, recs, nrec, seg.out, lane);
-    // the chained matches' levels (-DCS_LZ4_LEVELS=1), off the chain too; with
-    // -DCS_LZ4_LEVELS=2 only where the segment before is not done yet (the warp would wait: the
-    // levels' computation then stays off the chain if it ends before that segment does, which a
-    // crafted segment's relaxation rounds may not), else their groups after all. (The poll only
-    // picks the form: the bytes are read after the wait's acquire.)
-    bool by_levels = kLevelsOn && bits == nullptr;
-    if (kLevelsAdaptive && by_levels)
-      by_levels = k != 0 && !__any_sync(kFullMask, poll_load(s.flags + base + k - 1) == kFlagDone);
+    // the chained matches' levels (-DCS_LZ4_LEVELS=1, the default), off the chain too
+    const bool by_levels = kLevelsOn && bits == nullptr;
     std::uint8_t* const level = sh.staging[warp].levels.level;
     std::uint8_t* const order = sh.staging[warp].levels.order;
     if (by_levels) dep_levels(recs, nrec, level, order, lane);

@@ -155,18 +155,16 @@ constexpr bool kOwnFirst = CS_LZ4_OWN_FIRST != 0;
 //    its literals' copies, pays 0.2-3.0 % (the two rounds), presumably the levels' computation.
 //    Wider passes (64 or 128 records, a lane's loads before its stores, or 64 copied one after
 //    the other) measured slower: 1.035-1.174 / 1.020-1.162 / 1.140-1.542 (calls 3 and 4).
-//    -DCS_LZ4_LEVELS=2: the levels only where the segment before is not done when the own pass
-//    ends (the wait would hide their computation, where it ends first), else the groups
-//    Measured slower (session 39, call 1, against 1): 1.062 / 0.993 / 1.070, one chunk 1.002;
-//    a segment whose predecessor is done when its own pass ends is not off the chain's critical
-//    path, and its groups then make the link longer than its levels would (GPU tests and
-//    memcheck clean). Off.
+//    Session 38's LEVELS=2 (the levels only where the segment before is not done when the own
+//    pass ends, else the groups) measured slower (session 39, call 1, against 1: 1.062 / 0.993 /
+//    1.070, one chunk 1.002): a segment whose predecessor is done when its own pass ends is not
+//    off the chain's critical path, and its groups then make the link longer than its levels
+//    would. It was removed after that call (code in e3efc34).
 #ifndef CS_LZ4_LEVELS
 #define CS_LZ4_LEVELS 1
 #endif
-static_assert(CS_LZ4_LEVELS >= 0 && CS_LZ4_LEVELS <= 2, "CS_LZ4_LEVELS: 0, 1 or 2");
+static_assert(CS_LZ4_LEVELS == 0 || CS_LZ4_LEVELS == 1, "CS_LZ4_LEVELS: 0 or 1");
 constexpr bool kLevelsOn = CS_LZ4_LEVELS != 0;
-constexpr bool kLevelsAdaptive = CS_LZ4_LEVELS == 2;
 #ifndef CS_LZ4_MATCH_WORDS
 #define CS_LZ4_MATCH_WORDS 2
 #endif

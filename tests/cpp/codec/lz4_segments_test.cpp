@@ -64,8 +64,7 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
         const Buf enc = liblz4_block(src, level);
         for (std::size_t window : {8192u, 296u}) {
           // the chained passes alone (-DCS_LZ4_OWN_FIRST=0) on the small window; on the large
-          // one the own passes, then the levels (the default), the groups (-DCS_LZ4_LEVELS=0) or
-          // either per segment (-DCS_LZ4_LEVELS=2);
+          // one the own passes, then the levels (the default) or the groups (-DCS_LZ4_LEVELS=0);
           // input and output at every alignment
           const Result r =
               segmented(enc, src.size(), window,
@@ -74,9 +73,8 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
                         : level == 12 ? logic::Lz4Walk::kTableAhead
                                       : logic::Lz4Walk::kTable,
                         window == 296u ? logic::Lz4Matches::kChain
-                        : level == 9   ? logic::Lz4Matches::kOwnThenEither
-                        : level == 3   ? logic::Lz4Matches::kOwnThenLevels
-                                       : logic::Lz4Matches::kOwnThenChain,
+                        : level == 3 || level == 9 ? logic::Lz4Matches::kOwnThenLevels
+                                                   : logic::Lz4Matches::kOwnThenChain,
                         static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16), n + 7);
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
@@ -957,11 +955,9 @@ TEST(Lz4Segments, DamagedBlocksGetTheSerialStatus) {
       const int flips = 1 + static_cast<int>(rng() % 4);
       for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
       const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
-      // the chained matches by levels (the default), groups or either per segment
+      // the chained matches by levels (the default) or groups
       const Result r = segmented(bad, size, trial % 2 == 0 ? 8192 : 296, logic::Lz4Walk::kTable,
-                                 trial % 4 == 0   ? logic::Lz4Matches::kOwnThenChain
-                                 : trial % 4 == 2 ? logic::Lz4Matches::kOwnThenEither
-                                                  : logic::Lz4Matches::kOwnThenLevels,
+                                 trial % 4 == 0 ? logic::Lz4Matches::kOwnThenChain : logic::Lz4Matches::kOwnThenLevels,
                                  0, static_cast<std::uint64_t>(trial));
       ASSERT_EQ(r.status, lz4_serial_status(bad, size)) << "trial " << trial;
       if (r.status == DecodeStatus::kOk) {
