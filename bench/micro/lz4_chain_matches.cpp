@@ -43,6 +43,32 @@ std::uint64_t groups_of(const std::vector<logic::Lz4MatchRecord>& r) {
   return g;
 }
 
+// The dependency levels of a segment's chained matches (level 0 reads no output of another of
+// them, level d one of level d - 1 at most) and the passes they take with 32, 64 or 128 short
+// matches a pass (a level's long matches go one by one).
+struct Passes {
+  std::uint64_t levels = 0, passes[3] = {};
+};
+Passes passes_of(const std::vector<logic::Lz4MatchRecord>& recs) {
+  std::vector<int> dl(recs.size(), 0);
+  std::vector<std::uint64_t> shorts, longs;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const logic::Lz4MatchRecord& m = recs[i];
+    const std::uint32_t a = m.dst - m.off, e = a + std::min(m.off, m.len);
+    int l = 0;
+    for (std::size_t j = 0; j < i; ++j)
+      if (recs[j].dst < e && recs[j].dst + recs[j].len > a) l = std::max(l, dl[j] + 1);
+    dl[i] = l;
+    if (static_cast<std::size_t>(l) >= shorts.size()) shorts.resize(l + 1), longs.resize(l + 1);
+    (m.len > logic::kLz4LaneMatchMax ? longs : shorts)[l] += 1;
+  }
+  Passes p;
+  p.levels = shorts.size();
+  for (std::size_t l = 0; l < shorts.size(); ++l)
+    for (int w = 0; w < 3; ++w) p.passes[w] += (shorts[l] + (32u << w) - 1) / (32u << w) + longs[l];
+  return p;
+}
+
 void count(const char* name, const std::vector<Bytes>& raws) {
   std::uint64_t segs = 0, matches = 0, groups = 0, overlapping = 0, groups_overlap = 0, own = 0, chained = 0;
   std::uint64_t lens[logic::kLz4LaneMatchMax + 2] = {};
@@ -118,24 +144,11 @@ void count(const char* name, const std::vector<Bytes>& raws) {
         std::vector<logic::Lz4MatchRecord> rest0;
         for (std::size_t i = 0; i < r.size(); ++i)
           if (level[i] != 0) rest0.push_back(r[i]);
-        std::vector<int> dl(rest0.size(), 0);
-        std::vector<std::uint64_t> shorts, longs;
-        for (std::size_t i = 0; i < rest0.size(); ++i) {
-          const logic::Lz4MatchRecord& m = rest0[i];
-          const std::uint32_t a = m.dst - m.off, e = a + std::min(m.off, m.len);
-          int l = 0;
-          for (std::size_t j = 0; j < i; ++j)
-            if (rest0[j].dst < e && rest0[j].dst + rest0[j].len > a) l = std::max(l, dl[j] + 1);
-          dl[i] = l;
-          if (static_cast<std::size_t>(l) >= shorts.size()) shorts.resize(l + 1), longs.resize(l + 1);
-          (m.len > logic::kLz4LaneMatchMax ? longs : shorts)[l] += 1;
-        }
-        for (std::size_t l = 0; l < shorts.size(); ++l) {
-          dep_passes += (shorts[l] + 31) / 32 + longs[l];
-          wide_passes[0] += (shorts[l] + 63) / 64 + longs[l];
-          wide_passes[1] += (shorts[l] + 127) / 128 + longs[l];
-        }
-        dep_levels += shorts.size();
+        const Passes p = passes_of(rest0);
+        dep_levels += p.levels;
+        dep_passes += p.passes[0];
+        wide_passes[0] += p.passes[1];
+        wide_passes[1] += p.passes[2];
         // forwarding: a chained non-overlapping match whose read range lies wholly inside the
         // output of one earlier non-overlapping chained match A reads A's source instead
         // (offset + A's offset), repeatedly; then levels again
@@ -157,20 +170,9 @@ void count(const char* name, const std::vector<Bytes>& raws) {
             }
           }
         }
-        std::vector<int> fl(fw.size(), 0);
-        std::vector<std::uint64_t> fs, flg;
-        for (std::size_t i = 0; i < fw.size(); ++i) {
-          const logic::Lz4MatchRecord& m = fw[i];
-          const std::uint32_t a = m.dst - m.off, e = a + std::min(m.off, m.len);
-          int l = 0;
-          for (std::size_t j = 0; j < i; ++j)
-            if (fw[j].dst < e && fw[j].dst + fw[j].len > a) l = std::max(l, fl[j] + 1);
-          fl[i] = l;
-          if (static_cast<std::size_t>(l) >= fs.size()) fs.resize(l + 1), flg.resize(l + 1);
-          (m.len > logic::kLz4LaneMatchMax ? flg : fs)[l] += 1;
-        }
-        for (std::size_t l = 0; l < fs.size(); ++l) fwd_passes += (fs[l] + 31) / 32 + flg[l];
-        fwd_levels += fs.size();
+        const Passes f = passes_of(fw);
+        fwd_levels += f.levels;
+        fwd_passes += f.passes[0];
       }
       for (std::uint32_t at = 0; at < r.size();) {
         const std::uint32_t g = logic::lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
