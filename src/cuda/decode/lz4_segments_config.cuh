@@ -203,6 +203,8 @@ constexpr bool kFlagFence = CS_LZ4_FLAG_FENCE != 0;
 // era5-like x256 6.09 against 6.06-6.21, mixed 3.03-3.05 against 3.01-3.03; GPU suites (38
 // tests) passed. The default keeps __syncwarp, whose promise the CUDA programming guide states
 // and on which the code's other lane-to-lane hand-overs rest too (next_segment, the ready pass).
+// Its 16 named barriers a block (ptxas) put ncu's barrier limit at 4 blocks an SM (12 with the
+// default's 5, apparently 64 a SM), the register limit already.
 #ifndef CS_LZ4_FLAG_BARRIER
 #define CS_LZ4_FLAG_BARRIER 0
 #endif
