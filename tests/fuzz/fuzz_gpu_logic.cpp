@@ -97,8 +97,7 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
   // the segmented decoder (walk, literals, matches): the table walk with the device's
   // 8 KiB window or the smallest it takes, or the serial walk with a small window; the table
   // walks with the next window filled ahead or not, and the pipelined walk; the matches after
-  // the own passes, then levels (the device's default), groups or either per segment, or the
-  // chained passes alone
+  // the own passes, then levels (the device's default) or groups, or the chained passes alone
   const std::size_t walk_window = size % 3 == 0 ? 296 : size % 3 == 1 ? logic::kLz4TableWindowMin : 8192;
   const logic::DecodeStatus st6 = logic::lz4_segments_decode_host(
       in, size, ringed.get(), out_size, walk_window, nullptr,
@@ -108,8 +107,7 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
       0, nullptr,
       size % 5 == 0   ? logic::Lz4Matches::kChain
       : size % 5 == 1 ? logic::Lz4Matches::kOwnThenChain
-                      : logic::Lz4Matches::kOwnThenLevels,
-      size);
+                      : logic::Lz4Matches::kOwnThenLevels);
   if (st6 != st4) bug("segmented decoder status differs from the serial decoder", static_cast<std::size_t>(st6),
                       static_cast<std::size_t>(st4));
   if (st6 == logic::DecodeStatus::kOk && std::memcmp(ringed.get(), staged.get(), out_size) != 0)

@@ -451,8 +451,7 @@ inline DecodeStatus lz4_segments_decode_host(const std::uint8_t* in, std::size_t
   std::vector<const Lz4MatchRecord*> set;
   for (std::uint32_t k = 0; k < count; ++k) {
     const auto& r = recs[k];
-    const bool by_levels = matches == Lz4Matches::kOwnThenLevels;
-    if (!by_levels) {
+    if (matches != Lz4Matches::kOwnThenLevels) {
       for (std::uint32_t at = 0; at < r.size();) {
         const std::uint32_t g = lz4_group_size(r.data() + at, static_cast<std::uint32_t>(r.size()) - at);
         const auto rec = [&](std::size_t j) -> const Lz4MatchRecord& { return r[at + j]; };

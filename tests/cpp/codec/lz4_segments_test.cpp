@@ -43,15 +43,14 @@ struct Result {
 // aligned addresses below them); the allocations then start that many bytes before them.
 Result segmented(const Buf& in, std::size_t size, std::size_t window = 8192,
                  logic::Lz4Walk walk = logic::Lz4Walk::kTable,
-                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenLevels, unsigned mis = 0,
-                 std::uint64_t seed = 1) {
+                 logic::Lz4Matches matches = logic::Lz4Matches::kOwnThenLevels, unsigned mis = 0) {
   const unsigned in_mis = mis % 4, out_mis = mis / 4 % 4;
   std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in_mis + (in.empty() ? 1 : in.size())]);
   if (!in.empty()) std::memcpy(src.get() + in_mis, in.data(), in.size());
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[out_mis + (size == 0 ? 1 : size)]);
   Result r;
   r.status = logic::lz4_segments_decode_host(src.get() + in_mis, in.size(), dst.get() + out_mis, size, window,
-                                             &r.groups, walk, 0, nullptr, matches, seed);
+                                             &r.groups, walk, 0, nullptr, matches);
   r.bytes.assign(dst.get() + out_mis, dst.get() + out_mis + size);
   return r;
 }
@@ -75,7 +74,7 @@ TEST(Lz4Segments, MatchLiblz4OnEveryDataKindAndLevel) {
                         window == 296u ? logic::Lz4Matches::kChain
                         : level == 3 || level == 9 ? logic::Lz4Matches::kOwnThenLevels
                                                    : logic::Lz4Matches::kOwnThenChain,
-                        static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16), n + 7);
+                        static_cast<unsigned>((n + static_cast<std::size_t>(level) + window) % 16));
           ASSERT_EQ(r.status, DecodeStatus::kOk) << kind.name << " " << n << " level " << level;
           ASSERT_TRUE(r.bytes == src) << kind.name << " " << n << " level " << level << " window " << window;
         }
@@ -957,8 +956,7 @@ TEST(Lz4Segments, DamagedBlocksGetTheSerialStatus) {
       const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
       // the chained matches by levels (the default) or groups
       const Result r = segmented(bad, size, trial % 2 == 0 ? 8192 : 296, logic::Lz4Walk::kTable,
-                                 trial % 4 == 0 ? logic::Lz4Matches::kOwnThenChain : logic::Lz4Matches::kOwnThenLevels,
-                                 0, static_cast<std::uint64_t>(trial));
+                                 trial % 4 == 0 ? logic::Lz4Matches::kOwnThenChain : logic::Lz4Matches::kOwnThenLevels);
       ASSERT_EQ(r.status, lz4_serial_status(bad, size)) << "trial " << trial;
       if (r.status == DecodeStatus::kOk) {
         Buf ref(size);
