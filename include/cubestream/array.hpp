@@ -51,10 +51,34 @@ struct ArrayMetadata {
   char chunk_key_separator = '/';
 };
 
+// Where chunks are decoded: on the host (kCpu), on a GPU (kGpu), or chosen per call (kAuto).
+// Array reads and the Loader (cubestream/loader.hpp) both take it; each says what kAuto means
+// for it.
+enum class DecodeBackend { kAuto, kCpu, kGpu };
+
 struct ReadOptions {
   // Threads that fetch and decode chunks in parallel. 0: the CUBESTREAM_THREADS environment
   // variable, else the number of hardware threads. 1: everything on the calling thread.
   int threads = 0;
+  // Where the chunks of a read are decoded. The output is the same bits either way.
+  //  kCpu:  on the read's threads.
+  //  kGpu:  on GPU `gpu_device`: the threads fetch the encoded chunks into pinned staging, the
+  //         batched GPU decoders decode them in waves (copied over, decoded, copied back while
+  //         the threads fetch the next wave and place the last), and the threads copy each
+  //         decoded chunk into its place. Needs a CUDA build, a visible GPU and a codec chain
+  //         the GPU decodes (`bytes` little-endian, then one of zstd, lz4 or blosc, possibly
+  //         inside sharding_indexed); otherwise Error(kUnsupported) saying which is missing. A
+  //         chunk the GPU refuses (a feature it leaves to the host, or bad data) is decoded on
+  //         the host, so that errors are the host codec's, with their byte offsets.
+  //  kAuto: the CUBESTREAM_READ_DECODE environment variable: "cpu" never uses the GPU; "gpu"
+  //         uses it for every read whose chain it decodes, the rest on the host; unset or
+  //         "auto" uses it only where it pays on the machines we measured: zstd chains (libzstd
+  //         is the slowest host decoder by far) in reads of at least 64 MiB decoded, when a GPU
+  //         is visible and a staging set is free (at most two reads at once use the GPU; the
+  //         others decode on the host). A GPU that fails (no memory, a CUDA error) sends the
+  //         read back to the host path; with kGpu that failure is the caller's error.
+  DecodeBackend decode = DecodeBackend::kAuto;
+  int gpu_device = 0;
 };
 
 // Counters of one read, for benchmarks and tests.
@@ -66,6 +90,8 @@ struct ReadStats {
   std::uint64_t shard_index_cache_hits = 0;   // shard indexes found in the array's cache
   std::uint64_t chunk_requests = 0;           // store reads for chunk data (several inner
                                               // chunks of a shard may share one)
+  std::uint64_t chunks_decoded_on_gpu = 0;    // of chunks_read: decoded by the GPU
+  std::uint64_t gpu_refused = 0;              // chunks the GPU refused, decoded on the host
 };
 
 class Array {

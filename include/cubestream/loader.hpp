@@ -95,13 +95,13 @@ namespace cubestream {
 
 enum class OutputDType { kFloat32, kBFloat16, kFloat16 };
 enum class DeviceKind { kCpu, kCuda };
-// Where chunks are decoded when the batches go to a GPU (device = kCuda):
+// DecodeBackend (declared in cubestream/array.hpp, since array reads take it too) for a
+// Loader: where chunks are decoded when the batches go to a GPU (device = kCuda):
 //  kAuto: on the GPU for every variable whose codec the GPU decoders take (blosc, lz4, zstd
 //         after `bytes`), on the host for the others; assembly then runs on the GPU too.
 //  kGpu:  like kAuto, but a variable the GPU path cannot take is refused at construction.
 //  kCpu:  decode and assemble on the host, copy the finished batch (the CPU-decode path).
 // Both paths give the same bits. With device = kCpu only kCpu / kAuto are valid.
-enum class DecodeBackend { kAuto, kCpu, kGpu };
 
 // When the GPU decode path enqueues a batch's GPU work (LoaderConfig::gpu_pacing).
 enum class GpuPacing { kOff, kStep };

@@ -44,39 +44,11 @@ std::optional<cuda::ElemKind> elem_kind(const DataType& stored, const CFEncoding
 }  // namespace
 
 SourceRoute route_of(const UnitSource& source, bool gpu_zstd) {
-  SourceRoute r;
-  nlohmann::json codecs = source.array.metadata().codecs;
-  if (codecs.size() == 1 && codecs[0].value("name", "") == "sharding_indexed") {
-    codecs = codecs[0]["configuration"].value("codecs", nlohmann::json::array());
-  }
-  auto host = [&](std::string why) {
+  SourceRoute r = zarr::chain_route(source.array);
+  if (r.route == UnitRoute::kGpuDecode && r.codec == cuda::BatchCodec::kZstd && !gpu_zstd) {
     r.route = UnitRoute::kHostDecode;
-    r.why = std::move(why);
-    return r;
-  };
-  if (codecs.empty() || codecs[0].value("name", "") != "bytes") {
-    return host("its codec chain does not start with \"bytes\" (" + codecs.dump() + ")");
+    r.why = "zstd decoding on the GPU is switched off";
   }
-  const auto cfg = codecs[0].value("configuration", nlohmann::json::object());
-  if (cfg.value("endian", "little") == "big" && source.array.dtype().size > 1) {
-    return host("big-endian values");
-  }
-  if (codecs.size() == 1) {
-    r.route = UnitRoute::kRaw;
-    return r;
-  }
-  if (codecs.size() > 2) return host("a chain of " + std::to_string(codecs.size()) + " codecs");
-  const std::string id = codecs[1].value("name", "");
-  try {
-    r.codec = cuda::batch_codec_for_id(id);
-  } catch (const Error&) {
-    return host("codec \"" + id + "\" has no GPU decoder");
-  }
-  if (r.codec == cuda::BatchCodec::kZstd && !gpu_zstd) {
-    return host("zstd decoding on the GPU is switched off");
-  }
-  r.route = UnitRoute::kGpuDecode;
-  r.codec_config = codecs[1].dump();
   return r;
 }
 

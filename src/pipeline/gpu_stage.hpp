@@ -47,6 +47,7 @@
 #include "pipeline/memory_budget.hpp"
 #include "pipeline/read_buffers.hpp"
 #include "pipeline/staging_arena.hpp"
+#include "zarr/gpu_route.hpp"
 
 namespace cubestream {
 class ThreadPool;
@@ -54,19 +55,10 @@ class ThreadPool;
 
 namespace cubestream::pipeline {
 
-// How one source's units reach the GPU.
-enum class UnitRoute : std::uint8_t {
-  kGpuDecode,   // compressed bytes to the GPU, batched decode there
-  kRaw,         // stored uncompressed: the bytes are the unit
-  kHostDecode,  // decoded on the host, the decoded unit copied to the GPU
-};
-
-struct SourceRoute {
-  UnitRoute route = UnitRoute::kHostDecode;
-  cuda::BatchCodec codec = cuda::BatchCodec::kBlosc;
-  std::string codec_config;   // the bytes->bytes codec's JSON (for the host fallback's messages)
-  std::string why;            // why it is not decoded on the GPU (kHostDecode)
-};
+// How one source's units reach the GPU (kHostDecode: decoded on the host, the decoded unit
+// copied to the GPU); the chain's part of the decision is zarr::chain_route's.
+using zarr::UnitRoute;
+using SourceRoute = zarr::ChainRoute;
 
 // The route of a source's units: GPU decode needs a chain of `bytes` (little-endian or
 // one-byte elements) and at most one of blosc / lz4 / zstd, possibly inside sharding.

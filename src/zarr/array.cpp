@@ -5,19 +5,27 @@
 // copied into its place in the output; a chunk that lies wholly inside the region, and whose
 // rows are contiguous there, is decoded straight into the output without a staging copy.
 // Sharded arrays are read in two phases: the indexes of the touched shards, then only the
-// inner chunks the region needs, by byte range.
+// inner chunks the region needs, by byte range. Where ReadOptions::decode sends a read to a
+// GPU, the same plan is fetched, decoded and placed in waves by zarr/gpu_read.cpp instead.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
-#include "core/strided_copy.hpp"
 #include "core/thread_pool.hpp"
 #include "cubestream/array.hpp"
 #include "cubestream/error.hpp"
+#include "cuda/memory.hpp"
 #include "zarr/array_impl.hpp"
+#include "zarr/gpu_read.hpp"
+#include "zarr/gpu_read_pool.hpp"
+#include "zarr/gpu_route.hpp"
 #include "zarr/grid.hpp"
 #include "zarr/metadata.hpp"
+#include "zarr/read_backend.hpp"
 #include "zarr/read_plan.hpp"
+#include "zarr/region_output.hpp"
 
 namespace cubestream {
 
@@ -30,6 +38,15 @@ std::int64_t Region::num_elements() const {
 
 namespace {
 
+// Per-thread buffers keep at most this much memory between chunks; larger ones are freed.
+struct TrimOnExit {
+  Bytes& b;
+  ~TrimOnExit() {
+    constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
+    if (b.capacity() > kKeepBytes) Bytes().swap(b);
+  }
+};
+
 std::shared_ptr<Array::Impl> make_impl(std::shared_ptr<Store> store, const std::string& path, zarr::ParsedArray parsed) {
   auto impl = std::make_shared<Array::Impl>();
   impl->store = std::move(store);
@@ -41,29 +58,6 @@ std::shared_ptr<Array::Impl> make_impl(std::shared_ptr<Store> store, const std::
   impl->chunk_spec.fill_value.assign(impl->meta.fill_value.begin(), impl->meta.fill_value.end());
   impl->sharding = impl->chain.sole_sharding_codec();
   return impl;
-}
-
-// Per-thread buffers keep at most this much memory between chunks; larger ones are freed.
-struct TrimOnExit {
-  Bytes& b;
-  ~TrimOnExit() {
-    constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
-    if (b.capacity() > kKeepBytes) Bytes().swap(b);
-  }
-};
-
-// Runs `fn`, adding the store and key to any cubestream::Error it throws.
-template <class Fn>
-auto with_key_context(const Array::Impl& a, const std::string& key, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const Error& e) {
-    throw e.with_context(a.where(key));
-  } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kResourceExhausted, "out of memory while reading this chunk", a.where(key));
-  } catch (const std::length_error& e) {
-    throw Error(ErrorCode::kResourceExhausted, std::string("buffer too large for this chunk: ") + e.what(), a.where(key));
-  }
 }
 
 }  // namespace
@@ -175,39 +169,51 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
       throw Error(ErrorCode::kResourceExhausted, std::string("read plan too large: ") + e.what(), array_ctx);
     }
   }();
-  const std::size_t unit_bytes = plan.unit_spec.num_bytes();
-  std::atomic<std::uint64_t> chunks_read{0}, chunks_missing{0}, bytes_fetched{plan.index_bytes_fetched}, in_place{0},
-      requests{0};
+  stats.bytes_fetched = plan.index_bytes_fetched;
+  stats.shard_index_cache_hits = plan.index_cache_hits;
 
+  if (options.decode != DecodeBackend::kCpu) {
+    const zarr::ChainRoute route = zarr::chain_route(*this);
+    const zarr::ReadBackendChoice choice =
+        zarr::choose_read_backend(options.decode, std::getenv("CUBESTREAM_READ_DECODE"), route, expected,
+                                  plan.unit_spec.num_bytes(), options.gpu_device, [] { return cuda::device_count(); });
+    if (choice.gpu) {
+      try {
+        auto lease = zarr::GpuStagingLease::take(options.gpu_device, /*wait=*/choice.required);
+        if (lease) {
+          try {
+            zarr::read_on_device(a, region, plan, route, out, for_each, **lease, stats);
+            return stats;
+          } catch (const Error& e) {
+            if (e.code() == ErrorCode::kCuda) lease->discard();
+            throw;
+          }
+        }
+      } catch (const Error& e) {
+        // kAuto: a GPU that fails (no memory, a CUDA error) leaves the read to the host, which
+        // rewrites the whole output; the data's own errors are the host path's errors too.
+        const bool device_failure = e.code() == ErrorCode::kCuda || e.code() == ErrorCode::kUnsupported;
+        if (choice.required || !device_failure) throw;
+        stats = ReadStats{};
+        stats.bytes_fetched = plan.index_bytes_fetched;
+        stats.shard_index_cache_hits = plan.index_cache_hits;
+      }
+    }
+  }
+
+  const zarr::RegionOutput ro(plan, region, out, elem);
+  std::atomic<std::uint64_t> chunks_read{0}, chunks_missing{0}, bytes_fetched{0}, in_place{0}, requests{0};
   // Fills the part of the region a chunk covers with the fill value.
   auto fill = [&](const zarr::PlannedChunk& c) {
-    const zarr::Overlap o = zarr::overlap(c.origin, plan.unit_shape, region);
+    const zarr::Overlap o = ro.overlap_of(c);
     if (o.empty()) return;
-    fill_box(out, region.shape, o.in_out, o.extent, m.fill_value.data(), elem);
+    ro.fill(o, m.fill_value.data());
     ++chunks_missing;
-  };
-  // Decodes one chunk's encoded bytes into its part of the region.
-  auto place = [&](const zarr::PlannedChunk& c, ByteView enc) {
-    const zarr::Overlap o = zarr::overlap(c.origin, plan.unit_shape, region);
-    if (o.empty()) return;  // an inner chunk beyond the array's edge
-    ++chunks_read;
-    if (o.whole_chunk && zarr::contiguous_in(o.extent, region.shape)) {
-      // The chunk is one contiguous run of the output: decode into place.
-      std::uint8_t* dst = out + c_order_offset(region.shape, o.in_out, elem);
-      plan.unit_chain->decode(enc, plan.unit_spec, MutableByteView(dst, unit_bytes));
-      ++in_place;
-      return;
-    }
-    thread_local Bytes chunk;
-    TrimOnExit trim_chunk{chunk};
-    chunk.resize(unit_bytes);
-    plan.unit_chain->decode(enc, plan.unit_spec, MutableByteView(chunk.data(), chunk.size()));
-    copy_box(chunk.data(), plan.unit_shape, o.in_chunk, out, region.shape, o.in_out, o.extent, elem);
   };
 
   for_each(plan.tasks.size(), [&](std::size_t i) {
     const zarr::FetchTask& t = plan.tasks[i];
-    with_key_context(a, t.key, [&] {
+    zarr::with_unit_context(a, t.key, std::nullopt, [&] {
       if (t.missing) {
         for (const auto& c : t.chunks) fill(c);
         return;
@@ -232,26 +238,23 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
       }
       bytes_fetched += encoded.size();
       for (const auto& c : t.chunks) {
+        const zarr::Overlap o = ro.overlap_of(c);
+        if (o.empty()) continue;  // an inner chunk beyond the array's edge
         const ByteView enc = t.whole_value ? ByteView(encoded.data(), encoded.size())
                                            : ByteView(encoded.data() + c.offset, c.length);
-        try {
-          place(c, enc);
-        } catch (const Error& e) {
-          if (!t.whole_value && e.context().offset) {
-            ErrorContext ctx = e.context();
-            ctx.offset = *ctx.offset + t.offset + c.offset;  // offset inside the shard
-            throw Error(e.code(), e.message(), ctx);
-          }
-          throw;
-        }
+        ++chunks_read;
+        // an error's offset inside the shard, not inside the inner chunk
+        const auto value_offset = t.whole_value ? std::nullopt : std::optional<std::uint64_t>(t.offset + c.offset);
+        zarr::with_unit_context(a, t.key, value_offset, [&] {
+          if (ro.decode_into(o, enc)) ++in_place;
+        });
       }
     });
   });
   stats.chunks_read = chunks_read;
   stats.chunks_missing = chunks_missing;
-  stats.bytes_fetched = bytes_fetched;
+  stats.bytes_fetched += bytes_fetched;
   stats.chunks_decoded_in_place = in_place;
-  stats.shard_index_cache_hits = plan.index_cache_hits;
   stats.chunk_requests = requests;
   return stats;
 }
