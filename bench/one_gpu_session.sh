@@ -26,6 +26,15 @@
 #   lz4           gpu_decode_bench's LZ4 and blosc cases (LZ4_CASES)
 #   train         bench/train_bench.py (TRAIN_ONLY runs, TIMES steps, TRAIN_EPOCHS, TRAIN_BUDGET_S)
 #   cold          bench/cold_loader.py on the train store (needs root for drop_caches)
+#   read-tests    GPU reads into host memory (GpuRead*, ReadBackend*), then GpuReadCuda.* under
+#                 compute-sanitizer memcheck
+#   read-stores   the ERA5-like stores of the read benchmark (bench/make_era5_like.py, TensorStore):
+#                 READ_STORES (default "zstd blosc-lz4"), READ_TIMES steps (520: 2.16 GB decoded)
+#   read-bench    bench/read_bench.py on each of them: cubestream with READ_DECODES (cpu,gpu)
+#                 beside TensorStore, READ_REPEAT interleaved rounds -> read_<codec>.md/.json
+#   read-sweep    GPU read waves: `cubestream bench read --decode gpu` on the zstd store for each
+#                 CUBESTREAM_GPU_READ_WAVE_MB x CUBESTREAM_GPU_READ_SLOTS of READ_SWEEP
+#                 ("MB:slots ..."), READ_SWEEP_ROUNDS alternated rounds -> read_sweep.log
 # Everything lands flat in $OUT (at most ~8 files come back from the machine: the logs are
 # packed into $OUT/logs.tar.gz at the end; session.log and the tables stay beside it).
 # COMMIT names the tree in the results (the machine's copy has no .git).
@@ -45,6 +54,13 @@ LZ4_CASES=${LZ4_CASES:-}
 ZSTD_ENV_A=${ZSTD_ENV_A:-}
 ZSTD_ENV_B=${ZSTD_ENV_B:-CUBESTREAM_ZSTD_SEQ_READER=bits}
 BUILD_TARGETS=${BUILD_TARGETS:-cubestream_cli _cubestream cubestream_tests gpu_decode_bench gpu_zstd_bench}
+READ_DIR=${READ_DIR:-/tmp/cs_read_stores}
+READ_STORES=${READ_STORES:-"zstd blosc-lz4"}
+READ_TIMES=${READ_TIMES:-520}
+READ_DECODES=${READ_DECODES:-cpu,gpu}
+READ_REPEAT=${READ_REPEAT:-5}
+READ_SWEEP=${READ_SWEEP:-"64:4 32:4 128:4 64:3 64:2"}
+READ_SWEEP_ROUNDS=${READ_SWEEP_ROUNDS:-2}
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT/logs"
 exec > >(tee -a "$OUT/session.log") 2>&1
@@ -61,7 +77,7 @@ step() {  # step NAME CAP_SECONDS command...
 }
 EXTRA=""
 [ -d .devdeps/usr/include ] && EXTRA="-I$PWD/.devdeps/usr/include"
-export BUILD OUT EXTRA STORE TIMES COMMIT
+export BUILD OUT EXTRA STORE TIMES COMMIT READ_DIR
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; nproc
 log "commit $COMMIT, steps: $STEPS"
 
@@ -140,6 +156,44 @@ step train 420 '
 
 step cold 300 '
   PYTHONPATH=$PWD/$BUILD/python python3 bench/cold_loader.py --store $STORE --out $OUT --rounds '"${COLD_ROUNDS:-3}"' '
+
+step read-tests 300 '
+  $BUILD/tests/cubestream_tests --gtest_filter="GpuRead*:ReadBackend*" >$OUT/logs/read_tests.log 2>&1; rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/read_tests.log | head -20
+  compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
+    --gtest_filter="GpuReadCuda.*" >$OUT/logs/read_memcheck.log 2>&1 || rc=$?
+  grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/read_memcheck.log | head; exit $rc'
+
+step read-stores 300 '
+  mkdir -p $READ_DIR
+  for c in '"$READ_STORES"'; do
+    [ -d $READ_DIR/era5_$c.zarr ] && { echo "have $READ_DIR/era5_$c.zarr"; continue; }
+    python3 bench/make_era5_like.py --out $READ_DIR/era5_$c.zarr --codec $c --timesteps '"$READ_TIMES"' \
+      --threads $(nproc) 2>&1 | tail -3
+  done'
+
+step read-bench 420 '
+  for c in '"$READ_STORES"'; do
+    python3 bench/read_bench.py --store $READ_DIR/era5_$c.zarr --array 2m_temperature --threads $(nproc) \
+      --repeat '"$READ_REPEAT"' --decode '"$READ_DECODES"' --out $OUT/logs/read --label era5_$c --cli $BUILD/cubestream \
+      >$OUT/logs/read_bench_$c.log 2>&1 || echo "read_bench $c rc=$?"
+    cp $OUT/logs/read/era5_$c.md $OUT/read_$c.md 2>/dev/null; cp $OUT/logs/read/era5_$c.json $OUT/read_$c.json 2>/dev/null
+    cat $OUT/read_$c.md 2>/dev/null; grep ERROR $OUT/logs/read_bench_$c.log | head -5
+  done'
+
+step read-sweep 200 '
+  for r in $(seq 1 '"$READ_SWEEP_ROUNDS"'); do
+    for ws in '"$READ_SWEEP"'; do
+      w=${ws%%:*}; sl=${ws##*:}
+      g=$(CUBESTREAM_GPU_READ_WAVE_MB=$w CUBESTREAM_GPU_READ_SLOTS=$sl $BUILD/cubestream bench read $READ_DIR/era5_zstd.zarr \
+        --array 2m_temperature --threads $(nproc) --decode gpu --repeat 5 --no-baseline --json |
+        python3 -c "import json,sys; j=json.load(sys.stdin); print(round(j[\"gbps_median\"],2), \"GB/s,\", j[\"chunks_decoded_on_gpu\"], \"chunks on the GPU\")")
+      echo "round $r wave ${w} MiB slots $sl: $g"
+    done
+    c=$($BUILD/cubestream bench read $READ_DIR/era5_zstd.zarr --array 2m_temperature --threads $(nproc) --decode cpu \
+      --repeat 5 --no-baseline --json | python3 -c "import json,sys; print(round(json.load(sys.stdin)[\"gbps_median\"],2))")
+    echo "round $r cpu decode: $c GB/s"
+  done | tee $OUT/read_sweep.log'
 
 # Few files come back: pack the logs (and the train run's plots) into one archive.
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs $( [ -d "$OUT/train" ] && echo train ) 2>/dev/null && rm -rf "$OUT/logs" "$OUT/train"

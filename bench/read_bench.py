@@ -115,8 +115,9 @@ def num(x, default=None):
 
 
 class Cubestream:
-    def __init__(self, cli, store, array, threads, timeout):
+    def __init__(self, cli, store, array, threads, timeout, decode="auto"):
         self.cli, self.store, self.array, self.threads, self.timeout = cli, store, array, threads, timeout
+        self.decode = decode
         self.last = None
 
     no_baseline_ok = True   # cleared when the CLI refuses --no-baseline
@@ -124,6 +125,8 @@ class Cubestream:
     def cmd(self, repeat, baseline=True):
         c = [self.cli, "bench", "read", self.store, "--array", self.array,
              "--threads", str(self.threads), "--repeat", str(repeat), "--json"]
+        if self.decode != "auto":
+            c += ["--decode", self.decode]
         if not baseline and self.no_baseline_ok:
             c.append("--no-baseline")
         return c
@@ -224,7 +227,11 @@ def main():
     p.add_argument("--timeout", type=int, default=180, help="seconds allowed per CLI call")
     p.add_argument("--skip-cubestream", action="store_true")
     p.add_argument("--skip-tensorstore", action="store_true")
+    p.add_argument("--decode", default="auto",
+                   help="comma list of the CLI's --decode modes to measure, each its own tool in the same "
+                        "interleaved rounds (e.g. cpu,gpu); the first is the 'cubestream' of the summary")
     args = p.parse_args()
+    modes = [m for m in args.decode.split(",") if m]
 
     store = os.path.abspath(args.store)
     array_dir = os.path.join(store, args.array) if args.array else store
@@ -255,14 +262,15 @@ def main():
     log(f"{label}: {len(files)} chunk files, {stored / 1e9:.3f} GB stored; page-cache warm read "
         f"{stored / warm_s / 1e9:.2f} GB/s (1 thread)")
 
-    ours = None
+    ours = {}
     if not args.skip_cubestream:
         cli = os.path.abspath(args.cli)
         if not os.access(cli, os.X_OK):
             errors.append(f"cubestream: {cli} is not an executable file")
         else:
-            ours = Cubestream(cli, store, args.array, args.threads, args.timeout)
-            result["cubestream_cmd"] = shlex.join(ours.cmd(1, baseline=False))
+            ours = {m: Cubestream(cli, store, args.array, args.threads, args.timeout, m) for m in modes}
+            result["cubestream_cmds"] = {m: shlex.join(o.cmd(1, baseline=False)) for m, o in ours.items()}
+            result["cubestream_cmd"] = result["cubestream_cmds"][modes[0]]
     theirs = None
     if not args.skip_tensorstore:
         try:
@@ -274,15 +282,15 @@ def main():
             errors.append(f"tensorstore open: {type(e).__name__}: {e}")
 
     # warm-up, untimed
-    if ours:
+    for m in list(ours):
         try:
-            w = ours.run(1, baseline=False)
-            result["cubestream_cmd"] = shlex.join(ours.cmd(1, baseline=False))
-            log(f"cubestream warm-up: {w['seconds'][0]:.3f} s, bytes_decoded {w.get('bytes_decoded')}")
+            w = ours[m].run(1, baseline=False)
+            log(f"cubestream decode={m} warm-up: {w['seconds'][0]:.3f} s, bytes_decoded {w.get('bytes_decoded')}, "
+                f"chunks on the GPU {w.get('chunks_decoded_on_gpu')}")
         except Exception as e:  # noqa: BLE001
-            errors.append(f"cubestream warm-up: {e}")
-            log(f"cubestream FAILED: {e}")
-            ours = None
+            errors.append(f"cubestream decode={m} warm-up: {e}")
+            log(f"cubestream decode={m} FAILED: {e}")
+            del ours[m]
     if theirs:
         try:
             nb, dt = theirs.read()
@@ -305,9 +313,11 @@ def main():
             errors.append(f"tensorstore prealloc (skipped): {type(e).__name__}: {e}")
             log(f"TensorStore prealloc skipped: {e}")
 
-    ours_s, ours_wall, theirs_s, pre_s = [], [], [], []
+    ours_s = {m: [] for m in ours}
+    ours_wall = {m: [] for m in ours}
+    theirs_s, pre_s = [], []
     ours_bytes = None
-    tools = [("ours", ours), ("theirs", theirs), ("prealloc", prealloc)]
+    tools = [("ours:" + m, o) for m, o in ours.items()] + [("theirs", theirs), ("prealloc", prealloc)]
     for r in range(args.repeat):
         k = r % len(tools)
         order = tools[k:] + tools[:k]
@@ -315,12 +325,13 @@ def main():
             if tool is None:
                 continue
             try:
-                if who == "ours":
+                if who.startswith("ours:"):
+                    m = who[5:]
                     o = tool.run(1, baseline=False)
-                    ours_s.append(o["seconds"][0])
-                    ours_wall.append(o["_process_wall_s"])
+                    ours_s[m].append(o["seconds"][0])
+                    ours_wall[m].append(o["_process_wall_s"])
                     ours_bytes = int(num(o.get("bytes_decoded"), 0)) or ours_bytes
-                    log(f"round {r + 1}/{args.repeat} cubestream  {o['seconds'][0]:.3f} s "
+                    log(f"round {r + 1}/{args.repeat} cubestream decode={m}  {o['seconds'][0]:.3f} s "
                         f"(process {o['_process_wall_s']:.3f} s)")
                 elif who == "theirs":
                     nb, dt = tool.read()
@@ -366,30 +377,38 @@ def main():
         return {"seconds": secs, "median_s": med, "min_s": min(secs), "max_s": max(secs),
                 "gbps_median": decoded / med / 1e9, "gbps_best": decoded / min(secs) / 1e9}
 
-    result["cubestream"] = summary(ours_s)
-    if result["cubestream"]:
-        result["cubestream"]["process_wall_s"] = ours_wall
+    by_decode = {}
+    for m in ours:
+        by_decode[m] = {"process": summary(ours_s[m])}
+        if by_decode[m]["process"]:
+            by_decode[m]["process"]["process_wall_s"] = ours_wall[m]
+    result["cubestream_by_decode"] = by_decode
+    result["cubestream"] = by_decode[modes[0]]["process"] if modes[0] in by_decode else None
     result["tensorstore"] = summary(theirs_s)
     result["tensorstore_prealloc"] = summary(pre_s)
     if prealloc is not None:
         del prealloc.buf, prealloc.target
 
-    if ours:
+    for m, tool in ours.items():
         try:
-            o = ours.run(args.repeat)
+            o = tool.run(args.repeat, baseline=(m == modes[0]))
             secs = o["seconds"]
-            result["cubestream_in_process"] = {
+            by_decode[m]["in_process"] = {
                 "seconds": secs, "median_s": median(secs), "min_s": min(secs), "max_s": max(secs),
                 "gbps_median": decoded / median(secs) / 1e9,
                 "gbps_median_cli": num(o.get("gbps_median")),
                 "codec_single_thread": o.get("codec_single_thread"),
                 "bytes_stored_cli": o.get("bytes_stored"),
+                "chunks_decoded_on_gpu": o.get("chunks_decoded_on_gpu"),
                 "raw": {k: v for k, v in o.items() if k not in ("seconds",)},
             }
-            log(f"cubestream in-process x{args.repeat}: median {median(secs):.3f} s; CLI says "
-                f"{o.get('gbps_median')} GB/s; codec single thread {o.get('codec_single_thread')}")
+            if m == modes[0]:
+                result["cubestream_in_process"] = by_decode[m]["in_process"]
+            log(f"cubestream decode={m} in-process x{args.repeat}: median {median(secs):.3f} s; CLI says "
+                f"{o.get('gbps_median')} GB/s; chunks on the GPU {o.get('chunks_decoded_on_gpu')}; "
+                f"codec single thread {o.get('codec_single_thread')}")
         except Exception as e:  # noqa: BLE001
-            errors.append(f"cubestream --repeat {args.repeat}: {e}")
+            errors.append(f"cubestream decode={m} --repeat {args.repeat}: {e}")
 
     c, t, tp = result["cubestream"], result["tensorstore"], result["tensorstore_prealloc"]
     ref = tp or t
@@ -407,7 +426,7 @@ def main():
         log(line)
     for e in errors:
         log(f"ERROR {e}")
-    if not c and not t and not tp:
+    if not any(b.get("process") for b in by_decode.values()) and not t and not tp:
         sys.exit(1)
 
 
@@ -449,11 +468,15 @@ def markdown_rows(r):
     def vs(s):
         return f"{s['gbps_median'] / ref['gbps_median']:.2f}x" if ref else "n/a"
 
-    if r.get("cubestream"):
-        row("cubestream (CLI, process per round)", r["cubestream"], vs(r["cubestream"]))
-    if r.get("cubestream_in_process"):
-        row(f"cubestream (CLI, in-process x{r['repeat']})", r["cubestream_in_process"],
-            vs(r["cubestream_in_process"]))
+    by_decode = r.get("cubestream_by_decode")
+    if by_decode is None:  # results of the script before --decode
+        by_decode = {"auto": {"process": r.get("cubestream"), "in_process": r.get("cubestream_in_process")}}
+    for m, b in by_decode.items():
+        name = "cubestream" if m == "auto" else f"cubestream, {m} decode"
+        if b.get("process"):
+            row(f"{name} (CLI, process per round)", b["process"], vs(b["process"]))
+        if b.get("in_process"):
+            row(f"{name} (CLI, in-process x{r['repeat']})", b["in_process"], vs(b["in_process"]))
     if tsp:
         row(f"TensorStore {ver} into preallocated buffer".replace("  ", " "), tsp, vs(tsp))
     if tsr:

@@ -42,8 +42,21 @@ Region region_from(const Array& a, const std::vector<std::int64_t>& start, const
   return r;
 }
 
+// ReadOptions from the Python arguments: decode is "auto", "cpu" or "gpu".
+ReadOptions read_options(int threads, const std::string& decode, int gpu_device) {
+  ReadOptions opts;
+  opts.threads = threads;
+  opts.gpu_device = gpu_device;
+  if (decode == "auto") opts.decode = DecodeBackend::kAuto;
+  else if (decode == "cpu") opts.decode = DecodeBackend::kCpu;
+  else if (decode == "gpu") opts.decode = DecodeBackend::kGpu;
+  else throw Error(ErrorCode::kInvalidArgument, "decode must be \"auto\", \"cpu\" or \"gpu\", not \"" + decode + "\"");
+  return opts;
+}
+
 py::array read_array(const Array& a, const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& shape,
-                     int threads) {
+                     int threads, const std::string& decode, int gpu_device) {
+  const ReadOptions opts = read_options(threads, decode, gpu_device);
   Region r = region_from(a, start, shape);
   if (r.shape.size() != a.rank() || r.start.size() != a.rank())
     throw Error(ErrorCode::kInvalidArgument, "region rank does not match the array's rank " + std::to_string(a.rank()));
@@ -52,8 +65,6 @@ py::array read_array(const Array& a, const std::vector<std::int64_t>& start, con
   py::array out(numpy_dtype(a.dtype()), std::vector<py::ssize_t>(r.shape.begin(), r.shape.end()));
   auto* ptr = out.mutable_data();
   const auto bytes = static_cast<std::size_t>(out.nbytes());
-  ReadOptions opts;
-  opts.threads = threads;
   {
     py::gil_scoped_release release;
     a.read(r, ptr, bytes, opts);
@@ -62,7 +73,8 @@ py::array read_array(const Array& a, const std::vector<std::int64_t>& start, con
 }
 
 void read_into(const Array& a, const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& shape,
-               py::buffer out, int threads) {
+               py::buffer out, int threads, const std::string& decode, int gpu_device) {
+  const ReadOptions opts = read_options(threads, decode, gpu_device);
   py::buffer_info info = out.request(true);
   // The buffer must be C-contiguous: check strides against the item size.
   py::ssize_t expect = info.itemsize;
@@ -78,8 +90,6 @@ void read_into(const Array& a, const std::vector<std::int64_t>& start, const std
   if (static_cast<std::size_t>(info.ndim) != r.shape.size() ||
       !std::equal(r.shape.begin(), r.shape.end(), info.shape.begin()))
     throw Error(ErrorCode::kInvalidArgument, "output buffer's shape does not match the region's shape");
-  ReadOptions opts;
-  opts.threads = threads;
   const auto bytes = static_cast<std::size_t>(info.size * info.itemsize);
   void* ptr = info.ptr;
   py::gil_scoped_release release;
@@ -177,9 +187,13 @@ PYBIND11_MODULE(_cubestream, m) {
       .def("chunk_key", &Array::chunk_key)
       .def("stored_bytes", &Array::stored_bytes)
       .def("read", &read_array, py::arg("start") = std::vector<std::int64_t>{}, py::arg("shape") = std::vector<std::int64_t>{},
-           py::arg("threads") = 0, "Read a region (start, shape) into a new NumPy array; no arguments reads everything.")
+           py::arg("threads") = 0, py::arg("decode") = "auto", py::arg("gpu_device") = 0,
+           "Read a region (start, shape) into a new NumPy array; no arguments reads everything. decode: where the "
+           "chunks are decoded, \"cpu\", \"gpu\" (an error where the GPU cannot) or \"auto\" (the GPU for zstd reads "
+           "of 64 MiB or more when one is visible; CUBESTREAM_READ_DECODE=cpu|gpu|auto overrides it).")
       .def("read_into", &read_into, py::arg("start"), py::arg("shape"), py::arg("out"), py::arg("threads") = 0,
-           "Read a region into a writable C-contiguous buffer of the array's dtype.");
+           py::arg("decode") = "auto", py::arg("gpu_device") = 0,
+           "Read a region into a writable C-contiguous buffer of the array's dtype (decode as for read).");
 
   py::class_<Group>(m, "Group")
       .def_static("open", &Group::open, py::arg("store"), py::arg("path") = "")

@@ -2,6 +2,7 @@
 // reports GB/s of decoded data (median of repeats, after one warm-up read that also fills
 // the page cache), beside the single-thread speed of the codec library itself on the same
 // chunks (libzstd for zstd chunks; liblz4 on the same decoded data for blosc-lz4 / lz4).
+// --decode cpu|gpu|auto picks where the chunks are decoded (ReadOptions::decode; default auto).
 #include <lz4.h>
 #include <zstd.h>
 
@@ -95,13 +96,22 @@ nlohmann::json codec_baseline(const Array& a, std::uint64_t budget) {
   return nullptr;
 }
 
-nlohmann::json bench_array(const Array& a, int threads, int repeat, bool baseline) {
+DecodeBackend parse_decode(const std::string& v) {
+  if (v == "auto") return DecodeBackend::kAuto;
+  if (v == "cpu") return DecodeBackend::kCpu;
+  if (v == "gpu") return DecodeBackend::kGpu;
+  throw std::invalid_argument("bench: --decode must be cpu, gpu or auto, not " + v);
+}
+
+nlohmann::json bench_array(const Array& a, int threads, int repeat, bool baseline, DecodeBackend decode,
+                           const std::string& decode_name) {
   Region all;
   all.start.assign(a.rank(), 0);
   all.shape = a.shape();
   Bytes out(static_cast<std::size_t>(all.num_elements()) * a.dtype().size);
   ReadOptions opts;
   opts.threads = threads;
+  opts.decode = decode;
   a.read(all, out.data(), out.size(), opts);  // warm-up: page cache, thread pool, allocator
   std::vector<double> secs;
   ReadStats stats;
@@ -117,6 +127,8 @@ nlohmann::json bench_array(const Array& a, int threads, int repeat, bool baselin
                       {"bytes_stored", stats.bytes_fetched},
                       {"chunks", stats.chunks_read},
                       {"threads", threads > 0 ? threads : 0},
+                      {"decode", decode_name},
+                      {"chunks_decoded_on_gpu", stats.chunks_decoded_on_gpu},
                       {"seconds", secs},
                       {"gbps_median", out.size() / med / 1e9},
                       {"gbps_stored_median", stats.bytes_fetched / med / 1e9}};
@@ -127,15 +139,18 @@ nlohmann::json bench_array(const Array& a, int threads, int repeat, bool baselin
 }  // namespace
 
 int run_bench(int argc, char** argv) {
-  const std::set<std::string> known = {"array", "threads", "repeat", "json", "no-baseline"};
+  const std::set<std::string> known = {"array", "threads", "repeat", "json", "no-baseline", "decode"};
   Args args(argc, argv, 2, {"json", "no-baseline"});
   for (const auto& u : args.unknown(known)) throw std::invalid_argument("bench: unknown option --" + u);
   if (args.positionals().size() != 2 || args.positionals()[0] != "read")
-    throw std::invalid_argument("usage: cubestream bench read STORE [--array PATH] [--threads N] [--repeat R] [--json] [--no-baseline]");
+    throw std::invalid_argument("usage: cubestream bench read STORE [--array PATH] [--threads N] [--repeat R] [--decode cpu|gpu|auto] [--json] "
+        "[--no-baseline]");
   auto store = open_store(args.positionals()[1]);
   const int threads = static_cast<int>(args.get_int("threads", 0));
   const int repeat = static_cast<int>(args.get_int("repeat", 5));
   if (repeat < 1 || threads < 0) throw std::invalid_argument("bench: --repeat must be >= 1 and --threads >= 0");
+  const std::string decode_name = args.get("decode", "auto");
+  const DecodeBackend decode = parse_decode(decode_name);
   std::vector<Array> arrays;
   if (args.has("array")) {
     arrays.push_back(Array::open(store, args.get("array", "")));
@@ -150,11 +165,15 @@ int run_bench(int argc, char** argv) {
   }
   nlohmann::json results = nlohmann::json::array();
   for (const auto& a : arrays) {
-    auto j = bench_array(a, threads, repeat, !args.has("no-baseline"));
+    auto j = bench_array(a, threads, repeat, !args.has("no-baseline"), decode, decode_name);
     if (!args.has("json")) {
       std::printf("%-24s %10s decoded in %8.4f s (median of %d) = %7.3f GB/s decoded, %7.3f GB/s stored",
                   a.path().c_str(), human_bytes(j["bytes_decoded"].get<double>()).c_str(), median(j["seconds"].get<std::vector<double>>()),
                   repeat, j["gbps_median"].get<double>(), j["gbps_stored_median"].get<double>());
+      if (j["chunks_decoded_on_gpu"].get<std::uint64_t>() > 0)
+        std::printf("  | %llu of %llu chunks decoded on the GPU",
+                    static_cast<unsigned long long>(j["chunks_decoded_on_gpu"].get<std::uint64_t>()),
+                    static_cast<unsigned long long>(j["chunks"].get<std::uint64_t>()));
       if (j.contains("codec_single_thread") && !j["codec_single_thread"].is_null())
         std::printf("  | %s, 1 thread: %.3f GB/s", j["codec_single_thread"]["name"].get<std::string>().c_str(),
                     j["codec_single_thread"]["gbps"].get<double>());

@@ -48,6 +48,12 @@ def test_bench_read_json():
     assert out["bytes_decoded"] == 12 * 96 * 192 * 4
     assert len(out["seconds"]) == 2 and out["gbps_median"] > 0
     assert out["codec_single_thread"]["name"].startswith("liblz4")
+    assert out["decode"] == "auto" and out["chunks_decoded_on_gpu"] == 0  # 0.9 MB: below the GPU's share
+    cpu = json.loads(run("bench", "read", DEMO, "--array", "tas", "--repeat", "1", "--decode", "cpu", "--no-baseline",
+                         "--json").stdout)
+    assert cpu["decode"] == "cpu" and cpu["bytes_decoded"] == out["bytes_decoded"]
+    bad = run("bench", "read", DEMO, "--array", "tas", "--decode", "tpu", check=False)
+    assert bad.returncode != 0 and "--decode" in bad.stderr
 
 
 def test_info_and_errors():

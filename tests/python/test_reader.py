@@ -150,3 +150,49 @@ def test_demo_store_matches_xarray():
     g = cubestream.open_group(DEMO)
     for name in ["tas", "uas", "vas", "lat", "lon", "time"]:
         np.testing.assert_array_equal(g.open_array(name).read(), ds[name].values)
+
+
+def _gpu_visible():
+    if not cubestream._cubestream._compiled_with_cuda():
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("compressor", [numcodecs.Zstd(level=3), numcodecs.LZ4(),
+                                        numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)],
+                         ids=["zstd", "lz4", "blosc-lz4"])
+def test_decode_on_the_gpu_or_a_clear_error(tmp_path, compressor):
+    data = field((6, 40, 50), "<f4")
+    path = str(tmp_path / "g.zarr")
+    z = zarr.open(path, mode="w", shape=data.shape, chunks=(2, 16, 25), dtype="<f4", compressor=compressor)
+    z[...] = data
+    a = cubestream.open_array(path)
+    np.testing.assert_array_equal(a.read(decode="cpu"), data)
+    np.testing.assert_array_equal(a.read([1, 3, 4], [4, 30, 40], decode="auto"), data[1:5, 3:33, 4:44])
+    if _gpu_visible():
+        np.testing.assert_array_equal(a.read(decode="gpu"), data)
+        out = np.empty((4, 30, 40), dtype=np.float32)
+        a.read_into([1, 3, 4], [4, 30, 40], out, decode="gpu")
+        np.testing.assert_array_equal(out, data[1:5, 3:33, 4:44])
+    else:
+        with pytest.raises(cubestream.CubestreamError) as e:
+            a.read(decode="gpu")
+        assert e.value.code == "unsupported" and "GPU" in str(e.value)
+    with pytest.raises(ValueError):
+        a.read(decode="tpu")
+
+
+def test_decode_gpu_refuses_a_chain_without_a_gpu_decoder(tmp_path):
+    data = field((4, 10), "<f4")
+    path = str(tmp_path / "z.zarr")
+    z = zarr.open(path, mode="w", shape=data.shape, chunks=(2, 5), dtype="<f4", compressor=numcodecs.Zlib(level=3))
+    z[...] = data
+    a = cubestream.open_array(path)
+    with pytest.raises(cubestream.CubestreamError) as e:
+        a.read(decode="gpu")
+    assert e.value.code == "unsupported" and "zlib" in str(e.value)
+    np.testing.assert_array_equal(a.read(decode="auto"), data)
