@@ -30,7 +30,7 @@
 #                 compute-sanitizer memcheck
 #   read-stores   the ERA5-like stores of the read benchmark (bench/make_era5_like.py, TensorStore):
 #                 READ_STORES (default "zstd blosc-lz4"), READ_TIMES steps (520: 2.16 GB decoded)
-#   read-bench    bench/read_bench.py on each of them: cubestream with READ_DECODES (cpu,gpu)
+#   read-bench    bench/read_bench.py on each of them: cubestream with READ_DECODES (auto,cpu,gpu)
 #                 beside TensorStore, READ_REPEAT interleaved rounds -> read_<codec>.md/.json
 #   read-sweep    GPU read waves: `cubestream bench read --decode gpu` on the zstd store for each
 #                 CUBESTREAM_GPU_READ_WAVE_MB x CUBESTREAM_GPU_READ_SLOTS of READ_SWEEP
@@ -57,9 +57,9 @@ BUILD_TARGETS=${BUILD_TARGETS:-cubestream_cli _cubestream cubestream_tests gpu_d
 READ_DIR=${READ_DIR:-/tmp/cs_read_stores}
 READ_STORES=${READ_STORES:-"zstd blosc-lz4"}
 READ_TIMES=${READ_TIMES:-520}
-READ_DECODES=${READ_DECODES:-cpu,gpu}
+READ_DECODES=${READ_DECODES:-auto,cpu,gpu}
 READ_REPEAT=${READ_REPEAT:-5}
-READ_SWEEP=${READ_SWEEP:-"64:4 32:4 128:4 64:3 64:2"}
+READ_SWEEP=${READ_SWEEP:-"64:8 64:6 64:4 128:6"}
 READ_SWEEP_ROUNDS=${READ_SWEEP_ROUNDS:-2}
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p "$OUT/logs"
@@ -162,7 +162,11 @@ step read-tests 300 '
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" $OUT/logs/read_tests.log | head -20
   compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/tests/cubestream_tests \
     --gtest_filter="GpuReadCuda.*" >$OUT/logs/read_memcheck.log 2>&1 || rc=$?
-  grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/read_memcheck.log | head; exit $rc'
+  grep -E "ERROR SUMMARY|PASSED|FAILED" $OUT/logs/read_memcheck.log | head
+  if [ -d $BUILD/python/cubestream ]; then
+    PYTHONPATH=$PWD/$BUILD/python python3 -m pytest -q -rs tests/python/test_reader.py -k decode \
+      >$OUT/logs/read_pytest.log 2>&1 || rc=$?; tail -3 $OUT/logs/read_pytest.log
+  fi; exit $rc'
 
 step read-stores 300 '
   mkdir -p $READ_DIR
@@ -187,7 +191,7 @@ step read-sweep 200 '
       w=${ws%%:*}; sl=${ws##*:}
       g=$(CUBESTREAM_GPU_READ_WAVE_MB=$w CUBESTREAM_GPU_READ_SLOTS=$sl $BUILD/cubestream bench read $READ_DIR/era5_zstd.zarr \
         --array 2m_temperature --threads $(nproc) --decode gpu --repeat 5 --no-baseline --json |
-        python3 -c "import json,sys; j=json.load(sys.stdin); print(round(j[\"gbps_median\"],2), \"GB/s,\", j[\"chunks_decoded_on_gpu\"], \"chunks on the GPU\")")
+        python3 -c "import json,sys; j=json.load(sys.stdin); st=j.get(\"gpu_staging_bytes\", {}); print(round(j[\"gbps_median\"],2), \"GB/s,\", j[\"chunks_decoded_on_gpu\"], \"chunks on the GPU, staging MiB pinned/device\", st.get(\"pinned_host\",0)>>20, st.get(\"device\",0)>>20)")
       echo "round $r wave ${w} MiB slots $sl: $g"
     done
     c=$($BUILD/cubestream bench read $READ_DIR/era5_zstd.zarr --array 2m_temperature --threads $(nproc) --decode cpu \

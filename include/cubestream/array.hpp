@@ -73,10 +73,14 @@ struct ReadOptions {
   //  kAuto: the CUBESTREAM_READ_DECODE environment variable: "cpu" never uses the GPU; "gpu"
   //         uses it for every read whose chain it decodes, the rest on the host; unset or
   //         "auto" uses it only where it pays on the machines we measured: zstd chains (libzstd
-  //         is the slowest host decoder by far) in reads of at least 64 MiB decoded, when a GPU
-  //         is visible and a staging set is free (at most two reads at once use the GPU; the
-  //         others decode on the host). A GPU that fails (no memory, a CUDA error) sends the
-  //         read back to the host path; with kGpu that failure is the caller's error.
+  //         is the slowest host decoder by far) in reads of at least 1 GiB decoded, or 64 MiB
+  //         once this process has read on the GPU (a first GPU read pays ~0.8 s to start CUDA
+  //         and pin its staging), when a GPU is visible and a staging set is free (at most two
+  //         reads at once use the GPU; the others decode on the host). A GPU that fails (no
+  //         memory, a CUDA error) sends the read back to the host path; with kGpu that failure
+  //         is the caller's error. The staging is kept for later reads: ~1.1 GB of pinned host
+  //         memory and as much device memory with the defaults (CUBESTREAM_GPU_READ_WAVE_MB=64
+  //         decoded MiB a wave, CUBESTREAM_GPU_READ_SLOTS=8 waves in the pipeline).
   DecodeBackend decode = DecodeBackend::kAuto;
   int gpu_device = 0;
 };

@@ -21,6 +21,7 @@
 #include "cubestream/array.hpp"
 #include "cubestream/error.hpp"
 #include "cubestream/group.hpp"
+#include "zarr/gpu_read_pool.hpp"
 
 namespace cubestream::cli {
 
@@ -132,6 +133,11 @@ nlohmann::json bench_array(const Array& a, int threads, int repeat, bool baselin
                       {"seconds", secs},
                       {"gbps_median", out.size() / med / 1e9},
                       {"gbps_stored_median", stats.bytes_fetched / med / 1e9}};
+  if (stats.chunks_decoded_on_gpu > 0) {
+    // what the GPU read keeps for the next reads (pinned host memory, device memory)
+    const auto held = zarr::GpuStagingLease::idle_bytes(opts.gpu_device);
+    j["gpu_staging_bytes"] = {{"pinned_host", held.first}, {"device", held.second}};
+  }
   if (baseline) j["codec_single_thread"] = codec_baseline(a, 1ull << 30);
   return j;
 }

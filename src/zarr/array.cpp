@@ -176,7 +176,8 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
     const zarr::ChainRoute route = zarr::chain_route(*this);
     const zarr::ReadBackendChoice choice =
         zarr::choose_read_backend(options.decode, std::getenv("CUBESTREAM_READ_DECODE"), route, expected,
-                                  plan.unit_spec.num_bytes(), options.gpu_device, [] { return cuda::device_count(); });
+                                  plan.unit_spec.num_bytes(), options.gpu_device,
+                                  zarr::GpuStagingLease::warm(options.gpu_device), [] { return cuda::device_count(); });
     if (choice.gpu) {
       try {
         auto lease = zarr::GpuStagingLease::take(options.gpu_device, /*wait=*/choice.required);

@@ -397,6 +397,18 @@ void GpuReadStaging::free_slot(Slot& s) noexcept {
   s.comp_cap = s.decoded_cap = s.scratch_bytes = 0;
 }
 
+std::size_t GpuReadStaging::host_bytes() const {
+  std::size_t n = 0;
+  for (const auto& s : slots_) n += s->comp_cap + s->decoded_cap + meta_bytes();
+  return n;
+}
+
+std::size_t GpuReadStaging::device_bytes() const {
+  std::size_t n = 0;
+  for (const auto& s : slots_) n += s->comp_cap + s->decoded_cap + meta_bytes() + s->scratch_bytes;
+  return n;
+}
+
 std::size_t GpuReadStaging::status_offset() const { return 32 * config_.max_buffers; }
 std::size_t GpuReadStaging::meta_bytes() const {
   return align_up(status_offset() + sizeof(DecodeStatus) * config_.max_buffers);

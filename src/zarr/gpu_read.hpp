@@ -31,9 +31,14 @@
 
 namespace cubestream::zarr {
 
+// The defaults: on the H200 machine (16 cores) a whole-array zstd-3 read of 520 (1, 721, 1440)
+// float32 chunks ran at 10.1-10.3 GB/s with waves of 64 MiB in 4 slots, 17.3 with 8, 14.2-14.9
+// with 128 MiB in 4 and 17.6-18.5 with 128 MiB in 6 (docs/benchmarks.md): the GPU decoders
+// take a wave of 16 chunks in over 10 ms, so the waves in flight, (slots - 1) x wave_bytes,
+// set the rate until the host's copies do.
 struct GpuReadConfig {
   std::size_t wave_bytes = std::size_t{64} << 20;  // decoded bytes of a wave (at least one unit)
-  std::size_t slots = 4;                           // waves between fetch and placement, >= 2
+  std::size_t slots = 8;                           // waves between fetch and placement, >= 2
   std::size_t max_buffers = 4096;                  // units a wave decodes at most
   // The defaults, overridden by CUBESTREAM_GPU_READ_WAVE_MB and CUBESTREAM_GPU_READ_SLOTS.
   static GpuReadConfig from_env();
@@ -41,7 +46,8 @@ struct GpuReadConfig {
 
 // The staging slots of GPU reads on one device, reused read after read (pinning and mapping
 // them costs more than decoding a wave). Grows to the largest unit and codec it has seen.
-// Memory: per slot ~2 x wave_bytes pinned and as much on the device, plus the decoder's scratch.
+// Memory: per slot ~2.1 x wave_bytes pinned and as much on the device, plus the decoder's
+// scratch (host_bytes() and device_bytes() say how much is held).
 class GpuReadStaging {
  public:
   GpuReadStaging(std::unique_ptr<ReadDevice> device, GpuReadConfig config);
@@ -73,6 +79,9 @@ class GpuReadStaging {
   std::size_t decoded_cap() const { return decoded_cap_; }
   // Waits for every slot's lane, reporting nothing (a read that is unwinding).
   void drain() noexcept;
+
+  std::size_t host_bytes() const;
+  std::size_t device_bytes() const;
 
   // The meta arrays' layout inside h_meta / d_meta for config().max_buffers units.
   std::size_t meta_bytes() const;

@@ -68,6 +68,26 @@ std::optional<GpuStagingLease> GpuStagingLease::take(int device, bool wait) {
   }
 }
 
+bool GpuStagingLease::warm(int device) {
+  Pools& p = pools();
+  std::lock_guard lock(p.mu);
+  auto it = p.by_device.find(device);
+  return it != p.by_device.end() && it->second.live > 0;
+}
+
+std::pair<std::size_t, std::size_t> GpuStagingLease::idle_bytes(int device) {
+  Pools& p = pools();
+  std::lock_guard lock(p.mu);
+  std::pair<std::size_t, std::size_t> n{0, 0};
+  auto it = p.by_device.find(device);
+  if (it == p.by_device.end()) return n;
+  for (const auto& s : it->second.idle) {
+    n.first += s->host_bytes();
+    n.second += s->device_bytes();
+  }
+  return n;
+}
+
 GpuStagingLease::Factory GpuStagingLease::set_factory(Factory factory) {
   Pools& p = pools();
   std::vector<std::unique_ptr<GpuReadStaging>> idle;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "zarr/gpu_read.hpp"
 
@@ -31,6 +32,12 @@ class GpuStagingLease {
   // else nullopt. Throws what making a set throws: Error(kUnsupported) without a CUDA build or
   // the device, Error(kCuda) when the runtime refuses memory.
   static std::optional<GpuStagingLease> take(int device, bool wait);
+
+  // Whether a set exists for `device` (a read has paid for the CUDA runtime's start and the
+  // pinning of a set in this process).
+  static bool warm(int device);
+  // The memory the idle sets of `device` hold: {pinned host bytes, device bytes}.
+  static std::pair<std::size_t, std::size_t> idle_bytes(int device);
 
   // Where new sets come from: null (the default) makes them on the CUDA device; tests set a
   // host model of a device (zarr/gpu_read_device.hpp). Frees the idle sets of the factory

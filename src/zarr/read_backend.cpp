@@ -7,7 +7,7 @@
 namespace cubestream::zarr {
 
 ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, const ChainRoute& route,
-                                      std::size_t decoded_bytes, std::size_t unit_bytes, int device,
+                                      std::size_t decoded_bytes, std::size_t unit_bytes, int device, bool warm,
                                       const std::function<int()>& devices) {
   const bool decodable = route.route == UnitRoute::kGpuDecode && unit_bytes <= kGpuReadMaxUnitBytes;
   if (asked == DecodeBackend::kCpu) return {};
@@ -31,7 +31,10 @@ ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, cons
     throw Error(ErrorCode::kInvalidArgument, "CUBESTREAM_READ_DECODE=" + mode + ": expected cpu, gpu or auto");
   }
   if (mode == "cpu" || !decodable) return {};
-  if (mode != "gpu" && (route.codec != cuda::BatchCodec::kZstd || decoded_bytes < kAutoGpuReadMinBytes)) return {};
+  if (mode != "gpu") {
+    if (route.codec != cuda::BatchCodec::kZstd) return {};
+    if (decoded_bytes < (warm ? kAutoGpuReadMinBytes : kAutoGpuReadColdBytes)) return {};
+  }
   if (device < 0 || devices() <= device) return {};
   return {true, false};
 }
