@@ -152,9 +152,10 @@ class DeviceRead {
     // waves of the configured size (or one unit), in slots that may have grown larger for an
     // earlier read's units
     const std::size_t cap = std::max(staging_.config().wave_bytes, align_up(unit_bytes_));
-    staging_.prepare(cap, route_.codec);
+    const std::size_t units = std::clamp<std::size_t>(cap / align_up(unit_bytes_), 1, staging_.config().max_buffers);
+    staging_.prepare(cap, units, route_.codec);
     std::vector<const FetchTask*> missing;
-    std::vector<Wave> waves = cut_waves(plan_, ro_, cap, staging_.config().max_buffers, missing);
+    std::vector<Wave> waves = cut_waves(plan_, ro_, cap, units, missing);
     const std::size_t slots = staging_.slot_count();
     std::deque<std::size_t> in_flight;  // waves launched, not yet placed (oldest first)
     std::size_t next = 0;
@@ -419,9 +420,10 @@ void GpuReadStaging::drain() noexcept {
     if (s->lane) device_->wait_quietly(s->lane);
 }
 
-void GpuReadStaging::prepare(std::size_t decoded_cap, cuda::BatchCodec codec) {
-  const auto ci = static_cast<std::size_t>(codec);
-  if (ci >= 3) throw Error(ErrorCode::kInvalidArgument, "GPU read: unknown codec");
+void GpuReadStaging::prepare(std::size_t decoded_cap, std::size_t units, cuda::BatchCodec codec) {
+  if (units == 0 || units > config_.max_buffers) {
+    throw Error(ErrorCode::kInternal, "GPU read: a wave of " + std::to_string(units) + " units");
+  }
   decoded_cap = std::max(align_up(decoded_cap), decoded_cap_);
   const bool grow = decoded_cap > decoded_cap_;
   if (grow) {
@@ -435,7 +437,6 @@ void GpuReadStaging::prepare(std::size_t decoded_cap, cuda::BatchCodec codec) {
       s->comp_cap = s->decoded_cap = 0;
     }
     decoded_cap_ = 0;
-    for (auto& n : scratch_need_) n = 0;
     // Compressed bytes may exceed the decoded ones a little (incompressible chunks); a fetch
     // that still does not fit is decoded on the host.
     const std::size_t comp_cap = align_up(decoded_cap + decoded_cap / 8 + (std::size_t{1} << 20));
@@ -449,17 +450,16 @@ void GpuReadStaging::prepare(std::size_t decoded_cap, cuda::BatchCodec codec) {
     }
     decoded_cap_ = decoded_cap;
   }
-  if (scratch_need_[ci] == 0) {
-    scratch_need_[ci] = std::max<std::size_t>(device_->decode_scratch_bytes(codec, config_.max_buffers, decoded_cap_), 1);
-  }
+  // host arithmetic: the decoder's scratch for the wave (it only grows)
+  const std::size_t need = std::max<std::size_t>(device_->decode_scratch_bytes(codec, units, decoded_cap), 1);
   for (auto& s : slots_) {
-    if (s->scratch_bytes >= scratch_need_[ci]) continue;
+    if (s->scratch_bytes >= need) continue;
     device_->wait(s->lane);
     device_->free_device(static_cast<std::uint8_t*>(s->scratch));
     s->scratch = nullptr;
     s->scratch_bytes = 0;
-    s->scratch = device_->alloc_device(scratch_need_[ci]);
-    s->scratch_bytes = scratch_need_[ci];
+    s->scratch = device_->alloc_device(need);
+    s->scratch_bytes = need;
   }
 }
 

@@ -39,7 +39,10 @@ namespace cubestream::zarr {
 struct GpuReadConfig {
   std::size_t wave_bytes = std::size_t{64} << 20;  // decoded bytes of a wave (at least one unit)
   std::size_t slots = 8;                           // waves between fetch and placement, >= 2
-  std::size_t max_buffers = 4096;                  // units a wave decodes at most
+  // Units a wave decodes at most. The zstd decoder's scratch takes 256 KiB a unit besides
+  // ~2x the wave's bytes, per slot: 512 bounds that part at 128 MiB a slot (waves of small
+  // chunks then hold fewer bytes: 32 MiB of 64 KiB chunks).
+  std::size_t max_buffers = 512;
   // The defaults, overridden by CUBESTREAM_GPU_READ_WAVE_MB and CUBESTREAM_GPU_READ_SLOTS.
   static GpuReadConfig from_env();
 };
@@ -72,8 +75,9 @@ class GpuReadStaging {
     std::size_t scratch_bytes = 0;
     void* lane = nullptr;
   };
-  // Makes every slot hold waves of `decoded_cap` decoded bytes decoded by `codec`.
-  void prepare(std::size_t decoded_cap, cuda::BatchCodec codec);
+  // Makes every slot hold waves of `decoded_cap` decoded bytes in at most `units` units
+  // (<= config().max_buffers) decoded by `codec`.
+  void prepare(std::size_t decoded_cap, std::size_t units, cuda::BatchCodec codec);
   Slot& slot(std::size_t i) { return *slots_[i]; }
   std::size_t slot_count() const { return slots_.size(); }
   std::size_t decoded_cap() const { return decoded_cap_; }
@@ -93,7 +97,6 @@ class GpuReadStaging {
   GpuReadConfig config_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::size_t decoded_cap_ = 0;
-  std::size_t scratch_need_[3] = {0, 0, 0};  // per BatchCodec, for decoded_cap_
 };
 
 // Reads `region` (validated; `out` of its size) by `plan` with the units decoded on the
