@@ -57,6 +57,7 @@ std::shared_ptr<Array::Impl> make_impl(std::shared_ptr<Store> store, const std::
   impl->chunk_spec.shape = impl->meta.chunk_shape;
   impl->chunk_spec.fill_value.assign(impl->meta.fill_value.begin(), impl->meta.fill_value.end());
   impl->sharding = impl->chain.sole_sharding_codec();
+  impl->gpu_route = zarr::chain_route(impl->meta);
   return impl;
 }
 
@@ -173,7 +174,7 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
   stats.shard_index_cache_hits = plan.index_cache_hits;
 
   if (options.decode != DecodeBackend::kCpu) {
-    const zarr::ChainRoute route = zarr::chain_route(*this);
+    const zarr::ChainRoute& route = a.gpu_route;
     const zarr::ReadBackendChoice choice =
         zarr::choose_read_backend(options.decode, std::getenv("CUBESTREAM_READ_DECODE"), route, expected,
                                   plan.unit_spec.num_bytes(), options.gpu_device,

@@ -8,6 +8,7 @@
 #include "codec/chain.hpp"
 #include "cubestream/array.hpp"
 #include "cubestream/error.hpp"
+#include "zarr/gpu_route.hpp"
 #include "zarr/metadata.hpp"
 #include "zarr/shard_index_cache.hpp"
 
@@ -20,6 +21,7 @@ struct Array::Impl {
   codec::CodecChain chain;
   codec::ChunkSpec chunk_spec;                        // spec of one outer chunk
   const codec::ShardingCodec* sharding = nullptr;     // set when shards can be read partially
+  zarr::ChainRoute gpu_route;                         // whether the GPU decoders take its units
   mutable zarr::ShardIndexCache shard_indexes;
 
   std::string key_of(const std::vector<std::int64_t>& index) const {

@@ -6,11 +6,11 @@
 
 namespace cubestream::zarr {
 
-ChainRoute chain_route(const Array& array) {
+ChainRoute chain_route(const ArrayMetadata& meta) {
   ChainRoute r;
-  nlohmann::json codecs = array.metadata().codecs;
+  nlohmann::json codecs = meta.codecs;
   if (codecs.size() == 1 && codecs[0].value("name", "") == "sharding_indexed") {
-    codecs = codecs[0]["configuration"].value("codecs", nlohmann::json::array());
+    codecs = codecs[0].value("configuration", nlohmann::json::object()).value("codecs", nlohmann::json::array());
   }
   auto host = [&](std::string why) {
     r.route = UnitRoute::kHostDecode;
@@ -21,7 +21,7 @@ ChainRoute chain_route(const Array& array) {
     return host("its codec chain does not start with \"bytes\" (" + codecs.dump() + ")");
   }
   const auto cfg = codecs[0].value("configuration", nlohmann::json::object());
-  if (cfg.value("endian", "little") == "big" && array.dtype().size > 1) {
+  if (cfg.value("endian", "little") == "big" && meta.dtype.size > 1) {
     return host("big-endian values");
   }
   if (codecs.size() == 1) {

@@ -28,6 +28,7 @@ struct ChainRoute {
 // GPU decode needs a chain of `bytes` (little-endian or one-byte elements) and at most one of
 // blosc / lz4 / zstd, for a sharded array inside sharding_indexed (its inner chain; the index
 // is read on the host). A chain of `bytes` alone is kRaw.
-ChainRoute chain_route(const Array& array);
+ChainRoute chain_route(const ArrayMetadata& meta);
+inline ChainRoute chain_route(const Array& array) { return chain_route(array.metadata()); }
 
 }  // namespace cubestream::zarr
