@@ -62,7 +62,8 @@ struct ReadOptions {
   int threads = 0;
   // Where the chunks of a read are decoded. The output is the same bits either way.
   //  kCpu:  on the read's threads.
-  //  kGpu:  on GPU `gpu_device`: the threads fetch the encoded chunks into pinned staging, the
+  //  kGpu:  on GPU `gpu_device` (-1: the calling thread's current CUDA device, which the read
+  //         leaves current when it returns): the threads fetch the encoded chunks into pinned staging, the
   //         batched GPU decoders decode them in waves (copied over, decoded, copied back while
   //         the threads fetch the next wave and place the last), and the threads copy each
   //         decoded chunk into its place. Needs a CUDA build, a visible GPU and a codec chain
@@ -78,11 +79,13 @@ struct ReadOptions {
   //         and pin its staging), when a GPU is visible and a staging set is free (at most two
   //         reads at once use the GPU; the others decode on the host). A GPU that fails (no
   //         memory, a CUDA error) sends the read back to the host path; with kGpu that failure
-  //         is the caller's error. The staging is kept for later reads: ~1.1 GB of pinned host
-  //         memory and as much device memory with the defaults (CUBESTREAM_GPU_READ_WAVE_MB=64
-  //         decoded MiB a wave, CUBESTREAM_GPU_READ_SLOTS=8 waves in the pipeline).
+  //         is the caller's error. The staging is kept for later reads: with the defaults
+  //         (CUBESTREAM_GPU_READ_WAVE_MB=64 decoded MiB a wave, CUBESTREAM_GPU_READ_SLOTS=8 waves
+  //         in the pipeline) ~1.1 GB of pinned host memory and ~2.2 GB of device memory for
+  //         zstd (its scratch included); a read of chunks larger than a wave uses fewer slots
+  //         and frees what it grew when it ends.
   DecodeBackend decode = DecodeBackend::kAuto;
-  int gpu_device = 0;
+  int gpu_device = -1;
 };
 
 // Counters of one read, for benchmarks and tests.

@@ -187,12 +187,12 @@ PYBIND11_MODULE(_cubestream, m) {
       .def("chunk_key", &Array::chunk_key)
       .def("stored_bytes", &Array::stored_bytes)
       .def("read", &read_array, py::arg("start") = std::vector<std::int64_t>{}, py::arg("shape") = std::vector<std::int64_t>{},
-           py::arg("threads") = 0, py::arg("decode") = "auto", py::arg("gpu_device") = 0,
+           py::arg("threads") = 0, py::arg("decode") = "auto", py::arg("gpu_device") = -1,
            "Read a region (start, shape) into a new NumPy array; no arguments reads everything. decode: where the "
            "chunks are decoded, \"cpu\", \"gpu\" (an error where the GPU cannot) or \"auto\" (the GPU for zstd reads "
            "of 64 MiB or more when one is visible; CUBESTREAM_READ_DECODE=cpu|gpu|auto overrides it).")
       .def("read_into", &read_into, py::arg("start"), py::arg("shape"), py::arg("out"), py::arg("threads") = 0,
-           py::arg("decode") = "auto", py::arg("gpu_device") = 0,
+           py::arg("decode") = "auto", py::arg("gpu_device") = -1,
            "Read a region into a writable C-contiguous buffer of the array's dtype (decode as for read).");
 
   py::class_<Group>(m, "Group")

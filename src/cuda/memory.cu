@@ -28,6 +28,15 @@ int device_count() {
 
 void set_device(int device) { use(device); }
 
+int current_device() noexcept {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
 void* alloc_pinned(std::size_t bytes) {
   void* p = nullptr;
   CS_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));

@@ -14,6 +14,9 @@ int device_count();
 // Makes `device` current on the calling thread (for libraries that use the current device,
 // e.g. cuFile in src/store/gds).
 void set_device(int device);
+// The calling thread's current device, or -1 where none can be had (a CPU-only build, no
+// driver). Never throws.
+int current_device() noexcept;
 
 void* alloc_pinned(std::size_t bytes);          // page-locked host memory (cudaHostAlloc)
 void free_pinned(void* p) noexcept;

@@ -38,15 +38,6 @@ std::int64_t Region::num_elements() const {
 
 namespace {
 
-// Per-thread buffers keep at most this much memory between chunks; larger ones are freed.
-struct TrimOnExit {
-  Bytes& b;
-  ~TrimOnExit() {
-    constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
-    if (b.capacity() > kKeepBytes) Bytes().swap(b);
-  }
-};
-
 std::shared_ptr<Array::Impl> make_impl(std::shared_ptr<Store> store, const std::string& path, zarr::ParsedArray parsed) {
   auto impl = std::make_shared<Array::Impl>();
   impl->store = std::move(store);
@@ -59,6 +50,61 @@ std::shared_ptr<Array::Impl> make_impl(std::shared_ptr<Store> store, const std::
   impl->sharding = impl->chain.sole_sharding_codec();
   impl->gpu_route = zarr::chain_route(impl->meta);
   return impl;
+}
+
+// The GPU part of Array::read (ReadOptions::decode): true when the read was done on a GPU;
+// false when it is the host's to do (kAuto chose the host, no staging set was free, or the
+// GPU failed: then `stats` is back to the plan's and the host rewrites the whole output).
+bool read_on_gpu(const Array::Impl& a, const Region& region, const zarr::ReadPlan& plan, std::uint8_t* out,
+                 const ReadOptions& options, const zarr::ForEach& for_each, ReadStats& stats) {
+  const ErrorContext array_ctx{a.store->describe(), a.path, std::nullopt};
+  const std::size_t expected = static_cast<std::size_t>(region.num_elements()) * a.meta.dtype.size;
+  int device = options.gpu_device;
+  zarr::ReadBackendChoice choice;
+  try {
+    choice = zarr::choose_read_backend(
+        options.decode, std::getenv("CUBESTREAM_READ_DECODE"), a.gpu_route, expected, plan.unit_spec.num_bytes(), device,
+        [&] { return zarr::GpuStagingLease::warm(device >= 0 ? device : zarr::GpuStagingLease::current_device()); },
+        [] { return zarr::GpuStagingLease::visible_devices(); });
+  } catch (const Error& e) {
+    throw e.with_context(array_ctx);
+  }
+  if (!choice.gpu) return false;
+  // The GPU read makes its device current on this thread (the caller's): put the caller's back.
+  struct RestoreDevice {
+    int device = cuda::current_device();
+    ~RestoreDevice() {
+      if (device < 0) return;
+      try {
+        cuda::set_device(device);
+      } catch (...) {
+      }
+    }
+  } restore;
+  if (device < 0) device = std::max(zarr::GpuStagingLease::current_device(), 0);
+  // A device that cannot be had (no memory, a CUDA error, none visible) leaves a kAuto read to
+  // the host; the data's own errors are the host path's errors on both paths.
+  auto take = [&]() -> std::optional<zarr::GpuStagingLease> {
+    try {
+      return zarr::GpuStagingLease::take(device, /*wait=*/choice.required);
+    } catch (const Error& e) {
+      if (choice.required || (e.code() != ErrorCode::kCuda && e.code() != ErrorCode::kUnsupported)) throw;
+      return std::nullopt;
+    }
+  };
+  std::optional<zarr::GpuStagingLease> lease = take();
+  if (!lease) return false;
+  const ReadStats before = stats;
+  try {
+    zarr::read_on_device(a, region, plan, a.gpu_route, out, for_each, **lease, stats);
+    return true;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kCuda) throw;
+    lease->discard();
+    if (choice.required) throw;
+    stats = before;
+    return false;
+  }
 }
 
 }  // namespace
@@ -173,34 +219,8 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
   stats.bytes_fetched = plan.index_bytes_fetched;
   stats.shard_index_cache_hits = plan.index_cache_hits;
 
-  if (options.decode != DecodeBackend::kCpu) {
-    const zarr::ChainRoute& route = a.gpu_route;
-    const zarr::ReadBackendChoice choice =
-        zarr::choose_read_backend(options.decode, std::getenv("CUBESTREAM_READ_DECODE"), route, expected,
-                                  plan.unit_spec.num_bytes(), options.gpu_device,
-                                  zarr::GpuStagingLease::warm(options.gpu_device), [] { return cuda::device_count(); });
-    if (choice.gpu) {
-      try {
-        auto lease = zarr::GpuStagingLease::take(options.gpu_device, /*wait=*/choice.required);
-        if (lease) {
-          try {
-            zarr::read_on_device(a, region, plan, route, out, for_each, **lease, stats);
-            return stats;
-          } catch (const Error& e) {
-            if (e.code() == ErrorCode::kCuda) lease->discard();
-            throw;
-          }
-        }
-      } catch (const Error& e) {
-        // kAuto: a GPU that fails (no memory, a CUDA error) leaves the read to the host, which
-        // rewrites the whole output; the data's own errors are the host path's errors too.
-        const bool device_failure = e.code() == ErrorCode::kCuda || e.code() == ErrorCode::kUnsupported;
-        if (choice.required || !device_failure) throw;
-        stats = ReadStats{};
-        stats.bytes_fetched = plan.index_bytes_fetched;
-        stats.shard_index_cache_hits = plan.index_cache_hits;
-      }
-    }
+  if (options.decode != DecodeBackend::kCpu && read_on_gpu(a, region, plan, out, options, for_each, stats)) {
+    return stats;
   }
 
   const zarr::RegionOutput ro(plan, region, out, elem);
@@ -223,7 +243,7 @@ ReadStats Array::read(const Region& region, void* out_ptr, std::size_t out_bytes
       // The encoded bytes go into a per-thread buffer that keeps its memory across fetches:
       // a fresh multi-megabyte allocation per chunk costs a page fault per page.
       thread_local Bytes encoded;
-      TrimOnExit trim_encoded{encoded};
+      zarr::TrimOnExit trim_encoded{encoded};
       const ByteRange range = t.whole_value ? ByteRange::all()
                                             : ByteRange{static_cast<std::int64_t>(t.offset), static_cast<std::int64_t>(t.length)};
       ++requests;

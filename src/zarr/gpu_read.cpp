@@ -151,12 +151,15 @@ class DeviceRead {
   void run(const ForEach& for_each, ReadStats& stats) {
     // waves of the configured size (or one unit), in slots that may have grown larger for an
     // earlier read's units
-    const std::size_t cap = std::max(staging_.config().wave_bytes, align_up(unit_bytes_));
-    const std::size_t units = std::clamp<std::size_t>(cap / align_up(unit_bytes_), 1, staging_.config().max_buffers);
-    staging_.prepare(cap, units, route_.codec);
+    const GpuReadConfig& cfg = staging_.config();
+    const std::size_t cap = std::max(align_up(cfg.wave_bytes), align_up(unit_bytes_));
+    const std::size_t units = std::clamp<std::size_t>(cap / align_up(unit_bytes_), 1, cfg.max_buffers);
+    // Units larger than a wave make waves of one unit; fewer slots (at least two) then keep the
+    // staging near the configured slots x wave_bytes.
+    const std::size_t slots = std::clamp<std::size_t>(cfg.slots * align_up(cfg.wave_bytes) / cap, 2, cfg.slots);
+    staging_.prepare(cap, units, route_.codec, slots);
     std::vector<const FetchTask*> missing;
     std::vector<Wave> waves = cut_waves(plan_, ro_, cap, units, missing);
-    const std::size_t slots = staging_.slot_count();
     std::deque<std::size_t> in_flight;  // waves launched, not yet placed (oldest first)
     std::size_t next = 0;
     std::vector<std::function<void()>> items;
@@ -222,12 +225,7 @@ class DeviceRead {
   void fetch(Wave& w, const Fetch& f, GpuReadStaging::Slot& s) {
     const FetchTask& t = *f.task;
     thread_local Bytes enc;
-    struct Trim {
-      Bytes& b;
-      ~Trim() {
-        if (b.capacity() > (std::size_t{256} << 20)) Bytes().swap(b);
-      }
-    } trim{enc};
+    TrimOnExit trim{enc};
     const ByteRange range = t.whole_value ? ByteRange::all()
                                           : ByteRange{static_cast<std::int64_t>(f.offset), static_cast<std::int64_t>(f.length)};
     with_unit_context(a_, t.key, std::nullopt, [&] {
@@ -420,47 +418,52 @@ void GpuReadStaging::drain() noexcept {
     if (s->lane) device_->wait_quietly(s->lane);
 }
 
-void GpuReadStaging::prepare(std::size_t decoded_cap, std::size_t units, cuda::BatchCodec codec) {
+void GpuReadStaging::prepare(std::size_t decoded_cap, std::size_t units, cuda::BatchCodec codec, std::size_t slots) {
   if (units == 0 || units > config_.max_buffers) {
     throw Error(ErrorCode::kInternal, "GPU read: a wave of " + std::to_string(units) + " units");
   }
-  decoded_cap = std::max(align_up(decoded_cap), decoded_cap_);
-  const bool grow = decoded_cap > decoded_cap_;
-  if (grow) {
-    drain();
-    for (auto& s : slots_) {
-      device_->free_host(s->h_comp);
-      device_->free_device(s->d_comp);
-      device_->free_host(s->h_decoded);
-      device_->free_device(s->d_decoded);
-      s->h_comp = s->d_comp = s->h_decoded = s->d_decoded = nullptr;
-      s->comp_cap = s->decoded_cap = 0;
-    }
-    decoded_cap_ = 0;
-    // Compressed bytes may exceed the decoded ones a little (incompressible chunks); a fetch
-    // that still does not fit is decoded on the host.
-    const std::size_t comp_cap = align_up(decoded_cap + decoded_cap / 8 + (std::size_t{1} << 20));
-    for (auto& s : slots_) {
-      s->h_comp = device_->alloc_host(comp_cap);
-      s->d_comp = device_->alloc_device(comp_cap);
-      s->comp_cap = comp_cap;
-      s->h_decoded = device_->alloc_host(decoded_cap);
-      s->d_decoded = device_->alloc_device(decoded_cap);
-      s->decoded_cap = decoded_cap;
-    }
-    decoded_cap_ = decoded_cap;
+  if (slots < 2 || slots > slots_.size()) {
+    throw Error(ErrorCode::kInternal, "GPU read: " + std::to_string(slots) + " of " + std::to_string(slots_.size()) +
+                                          " slots");
   }
-  // host arithmetic: the decoder's scratch for the wave (it only grows)
+  decoded_cap = align_up(decoded_cap);
+  // Compressed bytes may exceed the decoded ones a little (incompressible chunks); a fetch
+  // that still does not fit is decoded on the host.
+  const std::size_t comp_cap = align_up(decoded_cap + decoded_cap / 8 + (std::size_t{1} << 20));
+  // host arithmetic: the decoder's scratch for a wave of this size (it only grows)
   const std::size_t need = std::max<std::size_t>(device_->decode_scratch_bytes(codec, units, decoded_cap), 1);
-  for (auto& s : slots_) {
-    if (s->scratch_bytes >= need) continue;
-    device_->wait(s->lane);
-    device_->free_device(static_cast<std::uint8_t*>(s->scratch));
-    s->scratch = nullptr;
-    s->scratch_bytes = 0;
-    s->scratch = device_->alloc_device(need);
-    s->scratch_bytes = need;
+  for (std::size_t i = 0; i < slots; ++i) {
+    Slot& s = *slots_[i];
+    if (s.decoded_cap < decoded_cap) {
+      device_->wait(s.lane);
+      device_->free_host(s.h_comp);
+      device_->free_device(s.d_comp);
+      device_->free_host(s.h_decoded);
+      device_->free_device(s.d_decoded);
+      s.h_comp = s.d_comp = s.h_decoded = s.d_decoded = nullptr;
+      s.comp_cap = s.decoded_cap = 0;
+      s.h_comp = device_->alloc_host(comp_cap);
+      s.d_comp = device_->alloc_device(comp_cap);
+      s.comp_cap = comp_cap;
+      s.h_decoded = device_->alloc_host(decoded_cap);
+      s.d_decoded = device_->alloc_device(decoded_cap);
+      s.decoded_cap = decoded_cap;
+    }
+    if (s.scratch_bytes < need) {
+      device_->wait(s.lane);
+      device_->free_device(static_cast<std::uint8_t*>(s.scratch));
+      s.scratch = nullptr;
+      s.scratch_bytes = 0;
+      s.scratch = device_->alloc_device(need);
+      s.scratch_bytes = need;
+    }
   }
+}
+
+bool GpuReadStaging::oversized() const {
+  for (const auto& s : slots_)
+    if (s->decoded_cap > align_up(config_.wave_bytes)) return true;
+  return false;
 }
 
 void read_on_device(const Array::Impl& a, const Region& region, const ReadPlan& plan, const ChainRoute& route,

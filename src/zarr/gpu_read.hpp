@@ -14,7 +14,9 @@
 // One parallel loop of the threads fetches wave i and places the oldest wave in flight, so the
 // host's copies are one pass and the device has the time of several waves (slots - 2 of them)
 // for its copies and decode before the wave is placed. A fetch whose bytes do not fit the slot
-// (incompressible chunks) is decoded on the host at once; so is a unit larger than the slots.
+// (incompressible chunks) is decoded on the host at once. Units larger than a wave make waves of
+// one unit each, in fewer slots (at least two), so that the staging stays near slots x
+// wave_bytes; a set that grew past its configured size is freed after the read.
 #pragma once
 
 #include <atomic>
@@ -75,12 +77,13 @@ class GpuReadStaging {
     std::size_t scratch_bytes = 0;
     void* lane = nullptr;
   };
-  // Makes every slot hold waves of `decoded_cap` decoded bytes in at most `units` units
-  // (<= config().max_buffers) decoded by `codec`.
-  void prepare(std::size_t decoded_cap, std::size_t units, cuda::BatchCodec codec);
+  // Makes the first `slots` slots (2 .. slot_count()) hold waves of `decoded_cap` decoded
+  // bytes in at most `units` units (<= config().max_buffers) decoded by `codec`.
+  void prepare(std::size_t decoded_cap, std::size_t units, cuda::BatchCodec codec, std::size_t slots);
+  // Whether a slot grew past config().wave_bytes (for a read of larger units).
+  bool oversized() const;
   Slot& slot(std::size_t i) { return *slots_[i]; }
   std::size_t slot_count() const { return slots_.size(); }
-  std::size_t decoded_cap() const { return decoded_cap_; }
   // Waits for every slot's lane, reporting nothing (a read that is unwinding).
   void drain() noexcept;
 
@@ -96,7 +99,6 @@ class GpuReadStaging {
   std::unique_ptr<ReadDevice> device_;
   GpuReadConfig config_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::size_t decoded_cap_ = 0;
 };
 
 // Reads `region` (validated; `out` of its size) by `plan` with the units decoded on the

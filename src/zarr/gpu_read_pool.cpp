@@ -1,5 +1,7 @@
 #include "zarr/gpu_read_pool.hpp"
 
+#include "cuda/memory.hpp"
+
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -20,6 +22,7 @@ struct Pools {
   std::condition_variable cv;
   std::map<int, DevicePool> by_device;
   GpuStagingLease::Factory factory;  // null: the CUDA device
+  int factory_devices = 0;
 };
 
 // Never destroyed: a set freed after the CUDA runtime has shut down at exit would fail, and the
@@ -79,16 +82,35 @@ std::pair<std::size_t, std::size_t> GpuStagingLease::idle_bytes(int device) {
   Pools& p = pools();
   std::lock_guard lock(p.mu);
   std::pair<std::size_t, std::size_t> n{0, 0};
-  auto it = p.by_device.find(device);
-  if (it == p.by_device.end()) return n;
-  for (const auto& s : it->second.idle) {
-    n.first += s->host_bytes();
-    n.second += s->device_bytes();
+  for (const auto& [d, pool] : p.by_device) {
+    if (device >= 0 && d != device) continue;
+    for (const auto& s : pool.idle) {
+      n.first += s->host_bytes();
+      n.second += s->device_bytes();
+    }
   }
   return n;
 }
 
-GpuStagingLease::Factory GpuStagingLease::set_factory(Factory factory) {
+int GpuStagingLease::visible_devices() {
+  {
+    Pools& p = pools();
+    std::lock_guard lock(p.mu);
+    if (p.factory) return p.factory_devices;
+  }
+  return cuda::device_count();
+}
+
+int GpuStagingLease::current_device() {
+  {
+    Pools& p = pools();
+    std::lock_guard lock(p.mu);
+    if (p.factory) return 0;
+  }
+  return cuda::current_device();
+}
+
+GpuStagingLease::Factory GpuStagingLease::set_factory(Factory factory, int devices) {
   Pools& p = pools();
   std::vector<std::unique_ptr<GpuReadStaging>> idle;
   std::lock_guard lock(p.mu);
@@ -98,6 +120,7 @@ GpuStagingLease::Factory GpuStagingLease::set_factory(Factory factory) {
     d.idle.clear();
   }
   std::swap(p.factory, factory);
+  p.factory_devices = devices;
   return factory;  // (the idle sets are freed on return, after the lock)
 }
 
@@ -117,7 +140,9 @@ GpuStagingLease::~GpuStagingLease() {
   {
     std::lock_guard lock(p.mu);
     DevicePool& d = p.by_device[device_];
-    if (d.idle.empty() || d.waiting > 0) {
+    // keep one set of the configured size idle (or hand it to a waiting read); free the rest,
+    // and a set that grew for larger units
+    if ((d.idle.empty() || d.waiting > 0) && !set_->oversized()) {
       d.idle.push_back(std::move(set_));
     } else {
       spare = std::move(set_);

@@ -36,14 +36,20 @@ class GpuStagingLease {
   // Whether a set exists for `device` (a read has paid for the CUDA runtime's start and the
   // pinning of a set in this process).
   static bool warm(int device);
-  // The memory the idle sets of `device` hold: {pinned host bytes, device bytes}.
+  // The memory the idle sets of `device` (every device for -1) hold: {pinned host bytes,
+  // device bytes}.
   static std::pair<std::size_t, std::size_t> idle_bytes(int device);
+  // The devices sets can be made for (cuda::device_count(), or the factory's), and the device
+  // of the calling thread (-1 for none; 0 with a factory).
+  static int visible_devices();
+  static int current_device();
 
   // Where new sets come from: null (the default) makes them on the CUDA device; tests set a
-  // host model of a device (zarr/gpu_read_device.hpp). Frees the idle sets of the factory
-  // before; call it while no set is leased. Returns the factory it replaces.
+  // host model of a device (zarr/gpu_read_device.hpp), which then counts as `devices` visible
+  // devices. Frees the idle sets of the factory before; call it while no set is leased.
+  // Returns the factory it replaces.
   using Factory = std::function<std::unique_ptr<GpuReadStaging>(int device)>;
-  static Factory set_factory(Factory factory);
+  static Factory set_factory(Factory factory, int devices = 1);
 
  private:
   GpuStagingLease(int device, std::unique_ptr<GpuReadStaging> set);

@@ -1,5 +1,6 @@
 #include "zarr/read_backend.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cubestream/error.hpp"
@@ -7,8 +8,8 @@
 namespace cubestream::zarr {
 
 ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, const ChainRoute& route,
-                                      std::size_t decoded_bytes, std::size_t unit_bytes, int device, bool warm,
-                                      const std::function<int()>& devices) {
+                                      std::size_t decoded_bytes, std::size_t unit_bytes, int device,
+                                      const std::function<bool()>& warm, const std::function<int()>& devices) {
   const bool decodable = route.route == UnitRoute::kGpuDecode && unit_bytes <= kGpuReadMaxUnitBytes;
   if (asked == DecodeBackend::kCpu) return {};
   if (asked == DecodeBackend::kGpu) {
@@ -33,9 +34,10 @@ ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, cons
   if (mode == "cpu" || !decodable) return {};
   if (mode != "gpu") {
     if (route.codec != cuda::BatchCodec::kZstd) return {};
-    if (decoded_bytes < (warm ? kAutoGpuReadMinBytes : kAutoGpuReadColdBytes)) return {};
+    if (decoded_bytes < kAutoGpuReadMinBytes) return {};
+    if (decoded_bytes < kAutoGpuReadColdBytes && !warm()) return {};
   }
-  if (device < 0 || devices() <= device) return {};
+  if (devices() <= std::max(device, 0)) return {};
   return {true, false};
 }
 

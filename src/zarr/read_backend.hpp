@@ -30,13 +30,14 @@ struct ReadBackendChoice {
   bool required = false;
 };
 
-// `env`: CUBESTREAM_READ_DECODE (null when unset). `warm`: whether a GPU read's staging exists
-// in this process already. `devices`: how many CUDA devices are visible, asked only where the
-// answer matters (it starts the CUDA runtime). Throws
+// `env`: CUBESTREAM_READ_DECODE (null when unset). `device`: the GPU asked for, -1 for the
+// calling thread's current one. `warm`: whether a GPU read's staging exists in this process
+// already; `devices`: how many CUDA devices are visible; both asked only where the answer
+// matters (the device count starts the CUDA runtime). Throws
 // Error(kUnsupported) for kGpu with a chain the GPU does not decode or a unit that is too
 // large, Error(kInvalidArgument) for an unknown `env` value.
 ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, const ChainRoute& route,
-                                      std::size_t decoded_bytes, std::size_t unit_bytes, int device, bool warm,
-                                      const std::function<int()>& devices);
+                                      std::size_t decoded_bytes, std::size_t unit_bytes, int device,
+                                      const std::function<bool()>& warm, const std::function<int()>& devices);
 
 }  // namespace cubestream::zarr

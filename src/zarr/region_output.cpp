@@ -4,19 +4,6 @@
 
 namespace cubestream::zarr {
 
-namespace {
-
-// Per-thread buffers keep at most this much memory between units; larger ones are freed.
-struct TrimOnExit {
-  Bytes& b;
-  ~TrimOnExit() {
-    constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
-    if (b.capacity() > kKeepBytes) Bytes().swap(b);
-  }
-};
-
-}  // namespace
-
 RegionOutput::RegionOutput(const ReadPlan& plan, const Region& region, std::uint8_t* out, std::size_t elem_size)
     : plan_(plan), region_(region), out_(out), elem_(elem_size) {}
 

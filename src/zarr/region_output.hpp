@@ -18,6 +18,16 @@
 
 namespace cubestream::zarr {
 
+// Per-thread buffers of a read (encoded bytes, a decoded unit) keep their memory from unit to
+// unit, up to 256 MiB; a larger one is freed when the unit is done.
+struct TrimOnExit {
+  Bytes& b;
+  ~TrimOnExit() {
+    constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
+    if (b.capacity() > kKeepBytes) Bytes().swap(b);
+  }
+};
+
 class RegionOutput {
  public:
   // `out` holds the region in C order (region.num_elements() * elem_size bytes).

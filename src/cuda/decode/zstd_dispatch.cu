@@ -1,7 +1,8 @@
 // Zstandard buffers of a batch: forwarded to the GPU Zstandard decoder (src/cuda/zstd), whose
 // API takes the same device arrays (src pointers and sizes, dst pointers and sizes, statuses),
-// scratch and stream. Content checksums are not verified here (the CPU codec does not either:
-// numcodecs and TensorStore write frames without them).
+// scratch and stream. Content checksums are verified where a frame has one, as libzstd does on
+// the host, so that a damaged checksummed frame is an error on both paths (numcodecs and
+// TensorStore write frames without them by default: those cost nothing more).
 //
 // blosc buffers with Zstandard streams are still refused in one place, blosc_inner_supported
 // (codec/logic/blosc_decode.hpp), and go to the CPU. To decode them here too: accept format 4
@@ -25,7 +26,7 @@ void zstd_dispatch(const DeviceBatch& batch, void* scratch, std::size_t scratch_
   if (batch.num_buffers == 0) return;
   zstd_batch_decode(reinterpret_cast<const void* const*>(batch.src), batch.src_bytes,
                     reinterpret_cast<void* const*>(batch.dst), batch.dst_bytes, batch.status, batch.num_buffers, scratch,
-                    scratch_bytes, /*verify_checksum=*/false, stream);
+                    scratch_bytes, /*verify_checksum=*/true, stream);
 }
 
 }  // namespace cubestream::cuda::detail

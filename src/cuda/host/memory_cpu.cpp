@@ -14,6 +14,7 @@ namespace {
 
 int device_count() { return 0; }
 void set_device(int) { no_cuda(); }
+int current_device() noexcept { return -1; }
 void* alloc_pinned(std::size_t) { no_cuda(); }
 void free_pinned(void*) noexcept {}
 void* alloc_device(std::size_t, int) { no_cuda(); }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "codec/codec.hpp"
@@ -50,10 +51,12 @@ struct ModelCounts {
 
 class HostModelDevice final : public zarr::ReadDevice {
  public:
-  // refuse(call, buffer): the decode status to report instead of decoding (kOk: decode).
-  using Refuse = std::function<cuda::DecodeStatus(std::size_t call, std::size_t buffer)>;
-  HostModelDevice(Refuse refuse, std::shared_ptr<ModelCounts> counts)
-      : refuse_(std::move(refuse)), counts_(std::move(counts)) {
+  // refuse(call, buffer): the decode status to report instead of decoding (kOk: decode;
+  // nullopt: write none, as a decoder that skipped the buffer would).
+  using Refuse = std::function<std::optional<cuda::DecodeStatus>(std::size_t call, std::size_t buffer)>;
+  // fail_waits: every wait() throws Error(kCuda), as a device that broke would.
+  HostModelDevice(Refuse refuse, std::shared_ptr<ModelCounts> counts, bool fail_waits = false)
+      : refuse_(std::move(refuse)), counts_(std::move(counts)), fail_waits_(fail_waits) {
     const int now = ++counts_->devices;
     int most = counts_->most_devices.load();
     while (most < now && !counts_->most_devices.compare_exchange_weak(most, now)) {
@@ -95,7 +98,9 @@ class HostModelDevice final : public zarr::ReadDevice {
       const char* id = codec == cuda::BatchCodec::kZstd ? "zstd" : codec == cuda::BatchCodec::kLz4 ? "lz4" : "blosc";
       auto c = std::dynamic_pointer_cast<const codec::BytesToBytesCodec>(codec::make_codec(id, json{{"id", id}}));
       for (std::size_t i = 0; i < batch.num_buffers; ++i) {
-        cuda::DecodeStatus st = refuse_ ? refuse_(call, i) : cuda::DecodeStatus::kOk;
+        const std::optional<cuda::DecodeStatus> told = refuse_ ? refuse_(call, i) : cuda::DecodeStatus::kOk;
+        if (!told) continue;  // no status written
+        cuda::DecodeStatus st = *told;
         if (st == cuda::DecodeStatus::kOk) {
           try {
             const std::size_t got = c->decode(ByteView(batch.src[i], batch.src_bytes[i]),
@@ -111,7 +116,10 @@ class HostModelDevice final : public zarr::ReadDevice {
       }
     });
   }
-  void wait(void* lane) override { run(static_cast<Lane*>(lane)); }
+  void wait(void* lane) override {
+    if (fail_waits_) throw Error(ErrorCode::kCuda, "the model device failed (a test)");
+    run(static_cast<Lane*>(lane));
+  }
   void wait_quietly(void* lane) noexcept override { run(static_cast<Lane*>(lane)); }
 
  private:
@@ -136,6 +144,7 @@ class HostModelDevice final : public zarr::ReadDevice {
   }
   Refuse refuse_;
   std::shared_ptr<ModelCounts> counts_;
+  bool fail_waits_ = false;
   std::atomic<int> live_allocations_{0};
   std::size_t decode_calls_ = 0;  // this device's, for refuse_
 };
@@ -143,9 +152,9 @@ class HostModelDevice final : public zarr::ReadDevice {
 // Installs a factory of host-model staging sets for the test's lifetime.
 class ModelGpu {
  public:
-  explicit ModelGpu(GpuReadConfig config, HostModelDevice::Refuse refuse = {}) {
-    previous_ = GpuStagingLease::set_factory([counts = counts_, config, refuse](int) {
-      return std::make_unique<GpuReadStaging>(std::make_unique<HostModelDevice>(refuse, counts), config);
+  explicit ModelGpu(GpuReadConfig config, HostModelDevice::Refuse refuse = {}, bool fail_waits = false) {
+    previous_ = GpuStagingLease::set_factory([counts = counts_, config, refuse, fail_waits](int) {
+      return std::make_unique<GpuReadStaging>(std::make_unique<HostModelDevice>(refuse, counts, fail_waits), config);
     });
   }
   ~ModelGpu() { GpuStagingLease::set_factory(previous_); }
@@ -314,9 +323,13 @@ TEST(GpuReadModel, UnitsTheDeviceRefusesAreDecodedOnTheHost) {
   for (const auto& choice : {plain("zstd"), sharded("zstd")}) {
     const TestArray t = make_array(choice);
     const Array a = Array::open(t.store, "a");
-    for (auto refusal : {cuda::DecodeStatus::kUnsupported, cuda::DecodeStatus::kCorrupt, cuda::DecodeStatus::kSkipped}) {
+    using St = std::optional<cuda::DecodeStatus>;
+    // the last: the device writes no status for those buffers (what it left there must not read
+    // as ok: the read sets every status to kSkipped before the decode)
+    for (St refusal : {St(cuda::DecodeStatus::kUnsupported), St(cuda::DecodeStatus::kCorrupt),
+                       St(cuda::DecodeStatus::kSkipped), St()}) {
       ModelGpu gpu(config(3, 3, a.unit_bytes()),
-                   [refusal](std::size_t call, std::size_t i) { return (call + i) % 2 ? refusal : cuda::DecodeStatus::kOk; });
+                   [refusal](std::size_t call, std::size_t i) { return (call + i) % 2 ? refusal : St(cuda::DecodeStatus::kOk); });
       const ReadStats s = expect_same(a, {{0, 0, 0}, t.shape}, 3);
       EXPECT_GT(s.gpu_refused, 0u);
       EXPECT_EQ(s.chunks_decoded_on_gpu + s.gpu_refused, s.chunks_read);
@@ -348,8 +361,15 @@ TEST(GpuReadModel, CorruptChunksGiveTheHostCodecsErrorWithKeyAndOffset) {
     TestArray t = make_array(choice);
     const std::string key = "a/c/1/1/2";
     Bytes v = *t.store->get(key);
-    // the (first inner chunk's) frame header; the index of a shard is at its end
-    for (std::size_t i = 0; i < 8 && i < v.size(); ++i) v[i] ^= 0xFF;
+    // the frame header of the chunk, or of a shard's third inner chunk (not at offset 0, so
+    // that an error's offset must count the shard's bytes before it): the shard's index is at
+    // its end, 4 entries of (offset, nbytes) little-endian u64 and a crc32c
+    std::uint64_t at = 0;
+    if (choice.inner_chunks) {
+      for (int i = 0; i < 8; ++i) at |= std::uint64_t{v[v.size() - 68 + 32 + i]} << (8 * i);
+      ASSERT_GT(at, 0u);
+    }
+    for (std::size_t i = at; i < at + 8 && i < v.size(); ++i) v[i] ^= 0xFF;
     t.store->set(key, v);
     const Array a = Array::open(t.store, "a");
     ModelGpu gpu(config(3, 3, a.unit_bytes()));
@@ -367,6 +387,8 @@ TEST(GpuReadModel, CorruptChunksGiveTheHostCodecsErrorWithKeyAndOffset) {
     EXPECT_EQ(gpu_err.code(), host.code()) << gpu_err.what();
     EXPECT_EQ(gpu_err.context().key, key) << gpu_err.what();
     EXPECT_EQ(gpu_err.context().offset, host.context().offset) << gpu_err.what() << " / " << host.what();
+    ASSERT_TRUE(host.context().offset.has_value()) << host.what();
+    EXPECT_GE(*host.context().offset, at) << host.what();
     EXPECT_EQ(gpu_err.context().store, host.context().store);
   }
 }
@@ -428,6 +450,66 @@ TEST(GpuReadModel, TheReadsOfACodecChainTheGpuDoesNotDecodeAreRefusedForKGpu) {
   // kAuto reads them on the host
   EXPECT_NO_THROW(a.read({{0, 0, 0}, t.shape}, out.data(), out.size(), with(DecodeBackend::kAuto, 1)));
   EXPECT_EQ(gpu.decode_calls(), 0u);
+}
+
+TEST(GpuReadModel, KAutoTakesTheGpuTheEnvironmentAsksForAndFallsBackWhenTheDeviceFails) {
+  const TestArray t = make_array(plain("zstd"));
+  const Array a = Array::open(t.store, "a");
+  const Region all{{0, 0, 0}, t.shape};
+  Bytes out(t.data.size());
+  ::setenv("CUBESTREAM_READ_DECODE", "gpu", 1);
+  {
+    ModelGpu gpu(config(3, 3, a.unit_bytes()));
+    const ReadStats s = a.read(all, out.data(), out.size(), with(DecodeBackend::kAuto, 3));
+    EXPECT_GT(s.chunks_read, 0u);
+    EXPECT_EQ(s.chunks_decoded_on_gpu, s.chunks_read);
+    EXPECT_EQ(std::memcmp(out.data(), t.data.data(), out.size()), 0);
+    // "cpu" keeps it on the host
+    ::setenv("CUBESTREAM_READ_DECODE", "cpu", 1);
+    EXPECT_EQ(a.read(all, out.data(), out.size(), with(DecodeBackend::kAuto, 3)).chunks_decoded_on_gpu, 0u);
+    ::setenv("CUBESTREAM_READ_DECODE", "gpu", 1);
+  }
+  {
+    ModelGpu broken(config(3, 3, a.unit_bytes()), {}, /*fail_waits=*/true);
+    for (int round = 0; round < 2; ++round) {  // the failed set is discarded, not kept: no hang
+      std::memset(out.data(), 0x5A, out.size());
+      const ReadStats s = a.read(all, out.data(), out.size(), with(DecodeBackend::kAuto, 3));
+      EXPECT_EQ(s.chunks_decoded_on_gpu, 0u);
+      EXPECT_EQ(s.chunks_read + s.chunks_missing, 36u);
+      EXPECT_EQ(std::memcmp(out.data(), t.data.data(), out.size()), 0);
+      EXPECT_TRUE(test::throws_error([&] { a.read(all, out.data(), out.size(), with(DecodeBackend::kGpu, 3)); },
+                                     ErrorCode::kCuda, {"model device failed"}));
+    }
+    EXPECT_EQ(GpuStagingLease::idle_bytes(-1).first, 0u);
+  }
+  ::setenv("CUBESTREAM_READ_DECODE", "auto", 1);
+  Bytes small(4 * 21 * 19 * 4);
+  EXPECT_NO_THROW(a.read({{0, 0, 0}, {4, 21, 19}}, small.data(), small.size(), with(DecodeBackend::kAuto, 1)));
+  ::setenv("CUBESTREAM_READ_DECODE", "gpus", 1);
+  // a bad value is an error of every default read, naming the variable and the array
+  EXPECT_TRUE(test::throws_error([&] { a.read(all, out.data(), out.size(), with(DecodeBackend::kAuto, 1)); },
+                                 ErrorCode::kInvalidArgument, {"CUBESTREAM_READ_DECODE", "gpu-read"}));
+  ::unsetenv("CUBESTREAM_READ_DECODE");
+}
+
+TEST(GpuReadModel, UnitsLargerThanAWaveUseTwoSlotsAndTheGrownSetIsFreedAfterTheRead) {
+  auto store = std::make_shared<MemoryStore>("big-units");
+  const std::vector<std::int64_t> shape{5, 300, 300};
+  std::vector<float> v(5 * 300 * 300);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 977) * 0.5f;
+  auto w = ArrayWriter::create(store, "a", float_array(shape, {1, 300, 300}, v3_codecs(plain("zstd"), DataType::float_(4))));
+  w.write_region({{0, 0, 0}, shape}, v.data(), v.size() * 4);
+  const TestArray small = make_array(plain("zstd"));
+  GpuReadConfig c;
+  c.wave_bytes = 4096;  // units of 360 KB: a wave of one unit, and 2 of the 4 slots
+  c.slots = 4;
+  ModelGpu gpu(c);
+  const Array big = Array::open(store, "a"), a = Array::open(small.store, "a");
+  expect_same(big, {{0, 0, 0}, shape}, 3);
+  EXPECT_EQ(GpuStagingLease::idle_bytes(-1).first, 0u) << "a set grown for large units is kept";
+  EXPECT_EQ(gpu.max_batch(), 1u);
+  expect_same(a, {{0, 0, 0}, small.shape}, 3);  // units of 320 bytes fit the configured wave
+  EXPECT_GT(GpuStagingLease::idle_bytes(-1).first, 0u) << "a set of the configured size is not kept";
 }
 
 TEST(GpuRead, WithoutAVisibleGpuKGpuIsAClearErrorAndKAutoReadsOnTheHost) {
@@ -559,6 +641,58 @@ TEST(GpuReadCuda, TheDefaultPoolServesKGpuAndTheEnvironmentsGpuMode) {
   EXPECT_EQ(std::memcmp(out.data(), t.data.data(), out.size()), 0);
 }
 
+TEST(GpuReadCuda, AChecksummedFrameWhoseBytesWereDamagedIsTheHostsChecksumError) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  // random values do not compress: zstd stores them in raw blocks, so a flipped byte inside
+  // one still parses and only the frame's content checksum catches it
+  auto store = std::make_shared<MemoryStore>("checksummed");
+  const std::vector<std::int64_t> shape{4, 300, 300};
+  std::vector<std::uint32_t> v(4 * 300 * 300);
+  std::mt19937 rng(9);
+  for (auto& x : v) x = rng();
+  const json codecs = json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}},
+                                   {{"name", "zstd"}, {"configuration", {{"level", 1}, {"checksum", true}}}}});
+  auto w = ArrayWriter::create(store, "a", float_array(shape, {1, 300, 300}, codecs));
+  w.write_region({{0, 0, 0}, shape}, v.data(), v.size() * 4);
+  const Array a = Array::open(store, "a");
+  CudaGpu gpu(config(2, 3, a.unit_bytes()));
+  Bytes out(v.size() * 4);
+  expect_same(a, {{0, 0, 0}, shape}, 2);  // intact: the GPU checks the checksums and agrees
+  Bytes damaged = *store->get("a/c/2/0/0");
+  damaged[1000] ^= 0x01;
+  store->set("a/c/2/0/0", damaged);
+  auto read = [&](DecodeBackend d) -> Error {
+    try {
+      a.read({{0, 0, 0}, shape}, out.data(), out.size(), with(d, 2));
+    } catch (const Error& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error with decode " << static_cast<int>(d);
+    return Error(ErrorCode::kInternal, "none");
+  };
+  const Error host = read(DecodeBackend::kCpu), gpu_err = read(DecodeBackend::kGpu);
+  EXPECT_EQ(host.code(), ErrorCode::kChecksumMismatch) << host.what();
+  EXPECT_EQ(gpu_err.code(), host.code()) << gpu_err.what();
+  EXPECT_EQ(gpu_err.context().key, "a/c/2/0/0");
+}
+
+TEST(GpuReadCuda, TheCallersCurrentDeviceIsKept) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  const int last = cuda::device_count() - 1;
+  cuda::set_device(last);
+  const TestArray t = make_field(plain("zstd"));
+  const Array a = Array::open(t.store, "a");
+  Bytes out(t.data.size());
+  ReadOptions o = with(DecodeBackend::kGpu, 2);
+  o.gpu_device = 0;
+  EXPECT_EQ(a.read({{0, 0, 0}, t.shape}, out.data(), out.size(), o).chunks_decoded_on_gpu, 8u);
+  EXPECT_EQ(cuda::current_device(), last);
+  o.gpu_device = -1;  // the current one
+  EXPECT_EQ(a.read({{0, 0, 0}, t.shape}, out.data(), out.size(), o).chunks_decoded_on_gpu, 8u);
+  EXPECT_EQ(cuda::current_device(), last);
+  EXPECT_EQ(std::memcmp(out.data(), t.data.data(), out.size()), 0);
+}
+
 // ---- the backend rules ----------------------------------------------------------------------
 
 zarr::ChainRoute route(zarr::UnitRoute r, cuda::BatchCodec c = cuda::BatchCodec::kZstd) {
@@ -582,39 +716,41 @@ TEST(ReadBackend, AutoTakesTheGpuForLargeZstdReadsOnlyWhereADeviceIsVisible) {
     ++asked;
     return 0;
   };
-  EXPECT_TRUE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 0, false, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 0, false, one).required);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 0, false, none).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 1, false, one).gpu);  // device 1 of 1
+  auto cold = [] { return false; };
+  auto warm = [] { return true; };
+  EXPECT_TRUE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 0, cold, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 0, cold, one).required);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 0, cold, none).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, unit, 1, cold, one).gpu);  // device 1 of 1
   asked = 0;
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big - 1, unit, 0, false, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big - 1, unit, 0, cold, one).gpu);
   EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, "auto", route(zarr::UnitRoute::kGpuDecode, cuda::BatchCodec::kLz4),
-                                   big, unit, 0, false, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, "cpu", gpu, big, unit, 0, false, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, route(zarr::UnitRoute::kHostDecode), big, unit, 0, false, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, zarr::kGpuReadMaxUnitBytes + 1, 0, false, one).gpu);
+                                   big, unit, 0, cold, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, "cpu", gpu, big, unit, 0, cold, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, route(zarr::UnitRoute::kHostDecode), big, unit, 0, cold, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, big, zarr::kGpuReadMaxUnitBytes + 1, 0, cold, one).gpu);
   EXPECT_EQ(asked, 0) << "the devices were asked for although the answer did not matter";
   // once a staging set exists (the start is paid), reads from 64 MiB up
   const std::size_t warm_min = zarr::kAutoGpuReadMinBytes;
-  EXPECT_TRUE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, warm_min, unit, 0, true, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, warm_min, unit, 0, false, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, warm_min - 1, unit, 0, true, one).gpu);
+  EXPECT_TRUE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, warm_min, unit, 0, warm, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, warm_min, unit, 0, cold, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, nullptr, gpu, warm_min - 1, unit, 0, warm, one).gpu);
   // "gpu": every decodable chain, any size; the others still on the host
   EXPECT_TRUE(choose_read_backend(DecodeBackend::kAuto, "gpu", route(zarr::UnitRoute::kGpuDecode, cuda::BatchCodec::kBlosc),
-                                  100, unit, 0, false, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, "gpu", route(zarr::UnitRoute::kHostDecode), big, unit, 0, false, one).gpu);
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, "gpu", gpu, big, unit, 0, false, none).gpu);
-  EXPECT_TRUE(test::throws_error([&] { choose_read_backend(DecodeBackend::kAuto, "gpus", gpu, big, unit, 0, false, one); },
+                                  100, unit, 0, cold, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, "gpu", route(zarr::UnitRoute::kHostDecode), big, unit, 0, cold, one).gpu);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kAuto, "gpu", gpu, big, unit, 0, cold, none).gpu);
+  EXPECT_TRUE(test::throws_error([&] { choose_read_backend(DecodeBackend::kAuto, "gpus", gpu, big, unit, 0, cold, one); },
                                  ErrorCode::kInvalidArgument, {"CUBESTREAM_READ_DECODE"}));
   // kCpu never, kGpu always (the device's absence is found when the staging is made)
-  EXPECT_FALSE(choose_read_backend(DecodeBackend::kCpu, "gpu", gpu, big, unit, 0, false, one).gpu);
-  const auto req = choose_read_backend(DecodeBackend::kGpu, "cpu", gpu, 10, unit, 0, false, none);
+  EXPECT_FALSE(choose_read_backend(DecodeBackend::kCpu, "gpu", gpu, big, unit, 0, cold, one).gpu);
+  const auto req = choose_read_backend(DecodeBackend::kGpu, "cpu", gpu, 10, unit, 0, cold, none);
   EXPECT_TRUE(req.gpu && req.required);
   EXPECT_TRUE(test::throws_error(
-      [&] { choose_read_backend(DecodeBackend::kGpu, nullptr, route(zarr::UnitRoute::kHostDecode), big, unit, 0, false, one); },
+      [&] { choose_read_backend(DecodeBackend::kGpu, nullptr, route(zarr::UnitRoute::kHostDecode), big, unit, 0, cold, one); },
       ErrorCode::kUnsupported, {"gzip"}));
   EXPECT_TRUE(test::throws_error(
-      [&] { choose_read_backend(DecodeBackend::kGpu, nullptr, gpu, big, zarr::kGpuReadMaxUnitBytes + 1, 0, false, one); },
+      [&] { choose_read_backend(DecodeBackend::kGpu, nullptr, gpu, big, zarr::kGpuReadMaxUnitBytes + 1, 0, cold, one); },
       ErrorCode::kUnsupported, {"larger"}));
 }
 
