@@ -9,22 +9,12 @@ headed "## call N" ("round R wave W MiB slots S: X GB/s, ..." and "round R cpu d
 Writes OUT_DIR/gpu_read_tools.png (GB/s per tool and store, in-process medians) and
 OUT_DIR/gpu_read_waves.png (GB/s against the decoded bytes in flight, (slots - 1) x wave).
 """
+import os
 import re
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-
-def table_rows(path):
-    rows = []
-    for line in open(path):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 8 and cells[0].startswith("era5"):
-            rows.append({"store": cells[0], "codec": cells[1], "tool": cells[3], "gbps": float(cells[5])})
-    return rows
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_read import plt, table_rows  # noqa: E402  (matplotlib on Agg; read_bench's table rows)
 
 
 def sweep(path):

@@ -21,7 +21,7 @@ def table_rows(path):
     for line in open(path):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 8 and cells[0].startswith("era5"):
-            rows.append({"store": cells[0], "tool": cells[3], "gbps": float(cells[5])})
+            rows.append({"store": cells[0], "codec": cells[1], "tool": cells[3], "gbps": float(cells[5])})
     return rows
 
 

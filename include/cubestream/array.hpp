@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,8 @@ struct ArrayMetadata {
 // Array reads and the Loader (cubestream/loader.hpp) both take it; each says what kAuto means
 // for it.
 enum class DecodeBackend { kAuto, kCpu, kGpu };
+// "auto", "cpu" or "gpu" as a DecodeBackend; Error(kInvalidArgument) naming them otherwise.
+DecodeBackend decode_backend_from_name(std::string_view name);
 
 struct ReadOptions {
   // Threads that fetch and decode chunks in parallel. 0: the CUBESTREAM_THREADS environment
@@ -63,10 +66,10 @@ struct ReadOptions {
   // Where the chunks of a read are decoded. The output is the same bits either way.
   //  kCpu:  on the read's threads.
   //  kGpu:  on GPU `gpu_device` (-1: the calling thread's current CUDA device, which the read
-  //         leaves current when it returns): the threads fetch the encoded chunks into pinned staging, the
-  //         batched GPU decoders decode them in waves (copied over, decoded, copied back while
-  //         the threads fetch the next wave and place the last), and the threads copy each
-  //         decoded chunk into its place. Needs a CUDA build, a visible GPU and a codec chain
+  //         leaves current when it returns): the threads fetch the encoded chunks into pinned
+  //         staging, the batched GPU decoders decode them in waves (copied over, decoded, copied
+  //         back while the threads fetch the next wave and place the last), and the threads copy
+  //         each decoded chunk into its place. Needs a CUDA build, a visible GPU and a codec chain
   //         the GPU decodes (`bytes` little-endian, then one of zstd, lz4 or blosc, possibly
   //         inside sharding_indexed); otherwise Error(kUnsupported) saying which is missing. A
   //         chunk the GPU refuses (a feature it leaves to the host, or bad data) is decoded on

@@ -132,11 +132,7 @@ LoaderConfig config_from_json(const nlohmann::json& j) {
   c.prefetch = j.value("prefetch", 2);
   c.memory_limit = j.value("memory_limit", std::uint64_t{0});
   c.trace = j.value("trace", false);
-  const std::string decode = j.value("decode", "auto");
-  if (decode == "auto") c.decode = DecodeBackend::kAuto;
-  else if (decode == "cpu") c.decode = DecodeBackend::kCpu;
-  else if (decode == "gpu") c.decode = DecodeBackend::kGpu;
-  else throw Error(ErrorCode::kInvalidArgument, "decode must be \"auto\", \"cpu\" or \"gpu\", not \"" + decode + "\"");
+  c.decode = decode_backend_from_name(j.value("decode", "auto"));
   c.gpu_cache_bytes = j.value("gpu_cache_bytes", std::uint64_t{0});
   c.host_decode_share = j.value("host_decode_share", -1.0);
   c.readahead_batches = j.value("readahead_batches", 1);

@@ -47,10 +47,7 @@ ReadOptions read_options(int threads, const std::string& decode, int gpu_device)
   ReadOptions opts;
   opts.threads = threads;
   opts.gpu_device = gpu_device;
-  if (decode == "auto") opts.decode = DecodeBackend::kAuto;
-  else if (decode == "cpu") opts.decode = DecodeBackend::kCpu;
-  else if (decode == "gpu") opts.decode = DecodeBackend::kGpu;
-  else throw Error(ErrorCode::kInvalidArgument, "decode must be \"auto\", \"cpu\" or \"gpu\", not \"" + decode + "\"");
+  opts.decode = decode_backend_from_name(decode);
   return opts;
 }
 
@@ -190,7 +187,8 @@ PYBIND11_MODULE(_cubestream, m) {
            py::arg("threads") = 0, py::arg("decode") = "auto", py::arg("gpu_device") = -1,
            "Read a region (start, shape) into a new NumPy array; no arguments reads everything. decode: where the "
            "chunks are decoded, \"cpu\", \"gpu\" (an error where the GPU cannot) or \"auto\" (the GPU for zstd reads "
-           "of 64 MiB or more when one is visible; CUBESTREAM_READ_DECODE=cpu|gpu|auto overrides it).")
+           "of 1 GiB or more when one is visible, 64 MiB once this process has read on it; "
+           "CUBESTREAM_READ_DECODE=cpu|gpu|auto overrides it).")
       .def("read_into", &read_into, py::arg("start"), py::arg("shape"), py::arg("out"), py::arg("threads") = 0,
            py::arg("decode") = "auto", py::arg("gpu_device") = -1,
            "Read a region into a writable C-contiguous buffer of the array's dtype (decode as for read).");

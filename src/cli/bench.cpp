@@ -97,13 +97,6 @@ nlohmann::json codec_baseline(const Array& a, std::uint64_t budget) {
   return nullptr;
 }
 
-DecodeBackend parse_decode(const std::string& v) {
-  if (v == "auto") return DecodeBackend::kAuto;
-  if (v == "cpu") return DecodeBackend::kCpu;
-  if (v == "gpu") return DecodeBackend::kGpu;
-  throw std::invalid_argument("bench: --decode must be cpu, gpu or auto, not " + v);
-}
-
 nlohmann::json bench_array(const Array& a, int threads, int repeat, bool baseline, DecodeBackend decode,
                            const std::string& decode_name) {
   Region all;
@@ -156,7 +149,13 @@ int run_bench(int argc, char** argv) {
   const int repeat = static_cast<int>(args.get_int("repeat", 5));
   if (repeat < 1 || threads < 0) throw std::invalid_argument("bench: --repeat must be >= 1 and --threads >= 0");
   const std::string decode_name = args.get("decode", "auto");
-  const DecodeBackend decode = parse_decode(decode_name);
+  const DecodeBackend decode = [&] {
+    try {
+      return decode_backend_from_name(decode_name);
+    } catch (const Error& e) {
+      throw std::invalid_argument("bench: --decode: " + e.message());
+    }
+  }();
   std::vector<Array> arrays;
   if (args.has("array")) {
     arrays.push_back(Array::open(store, args.get("array", "")));

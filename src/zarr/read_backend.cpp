@@ -1,11 +1,20 @@
 #include "zarr/read_backend.hpp"
 
 #include <algorithm>
-#include <cstring>
+#include <string>
 
 #include "cubestream/error.hpp"
 
-namespace cubestream::zarr {
+namespace cubestream {
+
+DecodeBackend decode_backend_from_name(std::string_view name) {
+  if (name == "auto") return DecodeBackend::kAuto;
+  if (name == "cpu") return DecodeBackend::kCpu;
+  if (name == "gpu") return DecodeBackend::kGpu;
+  throw Error(ErrorCode::kInvalidArgument, "decode must be \"auto\", \"cpu\" or \"gpu\", not \"" + std::string(name) + "\"");
+}
+
+namespace zarr {
 
 ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, const ChainRoute& route,
                                       std::size_t decoded_bytes, std::size_t unit_bytes, int device,
@@ -27,12 +36,16 @@ ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, cons
     return {true, true};
   }
   // kAuto
-  const std::string mode = env == nullptr ? "" : env;
-  if (mode != "" && mode != "auto" && mode != "cpu" && mode != "gpu") {
-    throw Error(ErrorCode::kInvalidArgument, "CUBESTREAM_READ_DECODE=" + mode + ": expected cpu, gpu or auto");
+  DecodeBackend mode = DecodeBackend::kAuto;
+  if (env != nullptr && *env != '\0') {
+    try {
+      mode = decode_backend_from_name(env);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string("CUBESTREAM_READ_DECODE=") + env + ": " + e.message());
+    }
   }
-  if (mode == "cpu" || !decodable) return {};
-  if (mode != "gpu") {
+  if (mode == DecodeBackend::kCpu || !decodable) return {};
+  if (mode != DecodeBackend::kGpu) {
     if (route.codec != cuda::BatchCodec::kZstd) return {};
     if (decoded_bytes < kAutoGpuReadMinBytes) return {};
     if (decoded_bytes < kAutoGpuReadColdBytes && !warm()) return {};
@@ -41,4 +54,5 @@ ReadBackendChoice choose_read_backend(DecodeBackend asked, const char* env, cons
   return {true, false};
 }
 
-}  // namespace cubestream::zarr
+}  // namespace zarr
+}  // namespace cubestream

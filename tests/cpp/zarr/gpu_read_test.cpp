@@ -235,6 +235,18 @@ ReadStats expect_same(const Array& a, const Region& r, int threads) {
   return s;
 }
 
+// The error a read of the region raises (a test failure, and a kInternal stand-in, if none).
+Error error_of(const Array& a, const Region& r, DecodeBackend d, int threads) {
+  Bytes out(static_cast<std::size_t>(r.num_elements()) * a.dtype().size);
+  try {
+    a.read(r, out.data(), out.size(), with(d, threads));
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error with decode " << static_cast<int>(d);
+  return Error(ErrorCode::kInternal, "none");
+}
+
 CodecChoice plain(const char* compressor) {
   CodecChoice c;
   c.compressor = compressor;
@@ -373,17 +385,8 @@ TEST(GpuReadModel, CorruptChunksGiveTheHostCodecsErrorWithKeyAndOffset) {
     t.store->set(key, v);
     const Array a = Array::open(t.store, "a");
     ModelGpu gpu(config(3, 3, a.unit_bytes()));
-    Bytes out(t.data.size());
-    auto read = [&](DecodeBackend d) -> Error {
-      try {
-        a.read({{0, 0, 0}, t.shape}, out.data(), out.size(), with(d, 3));
-      } catch (const Error& e) {
-        return e;
-      }
-      ADD_FAILURE() << "no error";
-      return Error(ErrorCode::kInternal, "none");
-    };
-    const Error host = read(DecodeBackend::kCpu), gpu_err = read(DecodeBackend::kGpu);
+    const Region all{{0, 0, 0}, t.shape};
+    const Error host = error_of(a, all, DecodeBackend::kCpu, 3), gpu_err = error_of(a, all, DecodeBackend::kGpu, 3);
     EXPECT_EQ(gpu_err.code(), host.code()) << gpu_err.what();
     EXPECT_EQ(gpu_err.context().key, key) << gpu_err.what();
     EXPECT_EQ(gpu_err.context().offset, host.context().offset) << gpu_err.what() << " / " << host.what();
@@ -604,17 +607,8 @@ TEST(GpuReadCuda, CorruptChunksGiveTheHostCodecsError) {
     t.store->set(key, v);
     const Array a = Array::open(t.store, "a");
     CudaGpu gpu(config(3, 3, a.unit_bytes()));
-    Bytes out(t.data.size());
-    auto read = [&](DecodeBackend d) -> Error {
-      try {
-        a.read({{0, 0, 0}, t.shape}, out.data(), out.size(), with(d, 3));
-      } catch (const Error& e) {
-        return e;
-      }
-      ADD_FAILURE() << "no error";
-      return Error(ErrorCode::kInternal, "none");
-    };
-    const Error host = read(DecodeBackend::kCpu), gpu_err = read(DecodeBackend::kGpu);
+    const Region all{{0, 0, 0}, t.shape};
+    const Error host = error_of(a, all, DecodeBackend::kCpu, 3), gpu_err = error_of(a, all, DecodeBackend::kGpu, 3);
     EXPECT_EQ(gpu_err.code(), host.code()) << gpu_err.what();
     EXPECT_EQ(gpu_err.context().key, key) << gpu_err.what();
     EXPECT_EQ(gpu_err.context().offset, host.context().offset) << gpu_err.what() << " / " << host.what();
@@ -656,21 +650,12 @@ TEST(GpuReadCuda, AChecksummedFrameWhoseBytesWereDamagedIsTheHostsChecksumError)
   w.write_region({{0, 0, 0}, shape}, v.data(), v.size() * 4);
   const Array a = Array::open(store, "a");
   CudaGpu gpu(config(2, 3, a.unit_bytes()));
-  Bytes out(v.size() * 4);
   expect_same(a, {{0, 0, 0}, shape}, 2);  // intact: the GPU checks the checksums and agrees
   Bytes damaged = *store->get("a/c/2/0/0");
   damaged[1000] ^= 0x01;
   store->set("a/c/2/0/0", damaged);
-  auto read = [&](DecodeBackend d) -> Error {
-    try {
-      a.read({{0, 0, 0}, shape}, out.data(), out.size(), with(d, 2));
-    } catch (const Error& e) {
-      return e;
-    }
-    ADD_FAILURE() << "no error with decode " << static_cast<int>(d);
-    return Error(ErrorCode::kInternal, "none");
-  };
-  const Error host = read(DecodeBackend::kCpu), gpu_err = read(DecodeBackend::kGpu);
+  const Region all{{0, 0, 0}, shape};
+  const Error host = error_of(a, all, DecodeBackend::kCpu, 2), gpu_err = error_of(a, all, DecodeBackend::kGpu, 2);
   EXPECT_EQ(host.code(), ErrorCode::kChecksumMismatch) << host.what();
   EXPECT_EQ(gpu_err.code(), host.code()) << gpu_err.what();
   EXPECT_EQ(gpu_err.context().key, "a/c/2/0/0");
