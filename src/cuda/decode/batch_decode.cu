@@ -35,6 +35,7 @@
 #include "cuda/decode/batch_decode.hpp"
 #include "cuda/decode/device_status.cuh"
 #include "cuda/largest_first.cuh"
+#include "cuda/decode/lz4_rounds.hpp"
 #include "cuda/decode/lz4_segments.hpp"
 #include "cuda/device_info.hpp"
 #include "cuda/decode/nvtx_range.hpp"
@@ -224,6 +225,11 @@ bool env_equals(const char* name, const char* value) {
 // decoded with it gives most of its slot space to bits (the carving cannot know the batch's
 // total), so that most buffers go to the ring kernel: correct, but slow.
 bool lz4_ready_pass_from_env() { return env_equals("CUBESTREAM_LZ4_MATCHES", "ready"); }
+
+// The rounds path for numcodecs lz4 (cuda/decode/lz4_rounds.hpp: the split walk, then matches
+// copied in rounds of readiness), instead of the segmented path: CUBESTREAM_LZ4_PATH=rounds.
+// Off by default until the GPU machine has measured it against the segments.
+bool lz4_rounds_from_env() { return env_equals("CUBESTREAM_LZ4_PATH", "rounds"); }
 
 // The split walk for numcodecs lz4 (codec/logic/lz4_split_walk.hpp), off by default: on the
 // H200 (session 26, same calls) it measured 11.4 ms against the table walk's 9.7 on the
@@ -488,6 +494,8 @@ void check_scratch(const char* what, std::size_t need, std::size_t have) {
 std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers, std::size_t total_decoded_bytes) {
   switch (codec) {
     case BatchCodec::kLz4:
+      if (lz4_rounds_from_env())
+        return lz4_fixed_scratch(num_buffers) + detail::lz4_rounds_scratch_bytes(num_buffers, total_decoded_bytes);
       return lz4_fixed_scratch(num_buffers) +
              detail::lz4_segment_scratch_bytes(num_buffers, total_decoded_bytes, lz4_ready_pass_from_env());
     case BatchCodec::kBlosc: return blosc_scratch_layout(num_buffers, total_decoded_bytes).total;
@@ -517,6 +525,19 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
       CS_CUDA_CHECK(cudaGetLastError());
       if (optin_shared_memory_per_block() < kLz4RingSmem) {
         lz4_warp_kernel<<<persistent_blocks(lz4_warp_kernel), kThreads, 0, stream>>>(batch, counter, order);
+        CS_CUDA_CHECK(cudaGetLastError());
+        return;
+      }
+      if (lz4_rounds_from_env()) {
+        // the rounds path where the scratch holds its fixed part; what it declines (or all,
+        // where the scratch is too small) goes to the ring kernel after it
+        bool fits = false;
+        const detail::Lz4RoundsScratch rs = detail::lz4_rounds_scratch(
+            static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed, batch.num_buffers, &fits);
+        if (fits) detail::lz4_rounds_enqueue(batch, order, rs, stream);
+        const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
+        lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(
+            batch, counter, order, lz4_bursts_from_env(), fits ? rs.ring_list : nullptr, fits ? rs.ring_count : nullptr);
         CS_CUDA_CHECK(cudaGetLastError());
         return;
       }

@@ -33,6 +33,8 @@
 #ifdef CUBESTREAM_WITH_CUDA
 #include <cuda_runtime_api.h>
 
+#include "codec/logic/lz4_rounds_host.hpp"
+#include "cuda/decode/lz4_rounds.hpp"
 #include "cuda/decode/lz4_segments.hpp"  // (CUDA's runtime header: the CPU-only build has none)
 #endif
 
@@ -405,7 +407,10 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
        nullptr, "32768", "ready"},
       {"segments, short scratch (the ring kernel takes the rest)", "segments", short_scratch, nullptr, nullptr,
        nullptr},
-      {"segments, short scratch, the serial walk", "segments", short_scratch, "serial", nullptr, nullptr}};
+      {"segments, short scratch, the serial walk", "segments", short_scratch, "serial", nullptr, nullptr},
+      {"the rounds path (what it declines to the ring kernel)", "rounds", 0, nullptr, nullptr, nullptr},
+      {"the rounds path, scratch for its fixed part and little more (the ring kernel takes the rest)", "rounds",
+       short_scratch, nullptr, nullptr, nullptr}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
@@ -419,6 +424,92 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     unsetenv("CUBESTREAM_LZ4_SPLIT_REGION");
     unsetenv("CUBESTREAM_LZ4_MATCHES");
     expect_lz4_as_host_logic(b);
+  }
+}
+
+// The rounds path alone (cuda/decode/lz4_rounds.hpp, its kernel enqueued directly): it takes
+// exactly the buffers that its host run (codec/logic/lz4_rounds_host.hpp) takes, decodes them to
+// liblz4's bytes with no write past an output, and lists every other buffer for the ring kernel
+// without touching its status: valid blocks of every kind (4 MiB climate and quantised fields,
+// zeros, incompressible data, whose blocks are larger than their output), a header that
+// disagrees with the expected size, and damaged blocks.
+TEST(GpuBatch, Lz4RoundsTakeWhatTheirHostRunTakes) {
+  REQUIRE_GPU();
+  std::vector<Buf> enc, data = sample_data(60, 8);
+  std::vector<std::size_t> sizes;
+  data.push_back(climate_bytes(4 << 20));
+  data.push_back(quantised_bytes(4 << 20));
+  data.push_back(Buf(3 << 20, 0));
+  data.push_back(random_bytes(1 << 20));
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    enc.push_back(numcodecs_lz4(data[i], static_cast<int>(i % 3) * 4));
+    sizes.push_back(data[i].size());
+  }
+  enc.push_back(numcodecs_lz4(data.back(), 0));
+  sizes.push_back(data.back().size() + 1);  // the header disagrees
+  const Buf src = quantised_bytes(500000);
+  add_damaged_lz4(numcodecs_lz4(src, 0), src.size(), 200, 29, &enc, &sizes);
+  Batch b(enc, sizes, 3, 5);
+  const std::size_t n = enc.size();
+  const std::size_t bytes = cuda::detail::lz4_rounds_scratch_bytes(n, b.total_out());
+  DevMem scratch(bytes), order(n * sizeof(std::uint32_t));
+  std::vector<std::uint32_t> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint32_t>(i);
+  ok(cudaMemcpy(order.p, ids.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
+  bool fits = false;
+  const auto rs = cuda::detail::lz4_rounds_scratch(scratch.p, bytes, n, &fits);
+  ASSERT_TRUE(fits);
+  cuda::detail::lz4_rounds_enqueue(b.b, static_cast<const std::uint32_t*>(order.p), rs, nullptr);
+  ok(cudaDeviceSynchronize());
+  std::uint32_t listed_n = 0;
+  ok(cudaMemcpy(&listed_n, rs.ring_count, sizeof listed_n, cudaMemcpyDeviceToHost));
+  ASSERT_LE(listed_n, n);
+  std::vector<std::uint32_t> listed(listed_n);
+  if (listed_n != 0)
+    ok(cudaMemcpy(listed.data(), rs.ring_list, listed_n * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+  std::vector<int> left(n, 0);
+  for (std::uint32_t i : listed) left[i] += 1;
+  const auto st = b.statuses();
+  std::size_t taken = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool host_takes = false;
+    const Buf& in = enc[i];
+    if (in.size() > 4 && (in[0] | (in[1] << 8) | (in[2] << 16) | (static_cast<std::size_t>(in[3]) << 24)) == sizes[i]) {
+      Buf out(sizes[i]);
+      host_takes = logic::lz4_rounds_decode_host(in.data() + 4, static_cast<std::uint32_t>(in.size() - 4), out.data(),
+                                                 static_cast<std::uint32_t>(sizes[i]), logic::kLz4RoundsRegionMin)
+                       .accepted;
+    }
+    ASSERT_EQ(left[i], host_takes ? 0 : 1) << "buffer " << i;
+    if (!host_takes) {
+      ASSERT_EQ(static_cast<std::uint32_t>(st[i]), 0xFFFFFFFFu) << "buffer " << i << ": a listed buffer's status";
+      continue;
+    }
+    ++taken;
+    ASSERT_EQ(st[i], DecodeStatus::kOk) << "buffer " << i;
+    Buf want(sizes[i]);
+    ASSERT_EQ(logic::lz4_numcodecs_decode(in.data(), in.size(), want.data(), sizes[i]), DecodeStatus::kOk);
+    ASSERT_TRUE(b.output(i) == want) << "buffer " << i;
+  }
+  EXPECT_GT(taken, 30u);
+}
+
+// The rounds path's pool bound (host arithmetic): for any mix of decoded sizes, the pool that
+// lz4_rounds_scratch_bytes sizes from their total holds every buffer's layout, whatever its
+// compressed size (up to its decoded size, the most the path takes) and so its regions.
+TEST(GpuBatch, Lz4RoundsPoolHoldsEveryLayout) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::size_t n = 1 + rng() % 40;
+    std::uint64_t total = 0, need = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t size = trial % 3 == 0 ? rng() % 64 : trial % 3 == 1 ? rng() % 100000 : rng() % (8u << 20);
+      const std::uint64_t in = size == 0 ? 1 : 1 + rng() % size;
+      total += size;
+      need += logic::lz4_rounds_layout(logic::lz4_split_shape(static_cast<std::uint32_t>(in), 1 + rng() % 8192), size)
+                  .bytes;
+    }
+    ASSERT_LE(need, logic::lz4_rounds_pool_bound(n, total)) << trial;
   }
 }
 

@@ -1,0 +1,252 @@
+// numcodecs LZ4 blocks decoded in rounds of readiness: the logic written once for the host and
+// the device (cuda/decode/lz4_rounds.cu runs it with a thread block per buffer).
+//
+// Why. The segmented path (lz4_segments.hpp) walks a block's sequences in one chain and copies
+// its matches segment after segment: a segment's chained matches wait for the whole segment
+// before. On the synth fields that chain is ~830-1 180 links of ~11 us (docs/gpu_decoders.md,
+// session 39), yet the block's true dependency graph is shallow: a match's level (1 + the
+// highest level among the output bytes it reads, literals 0) reaches only 45-464 on those
+// fields and 9-12 on the era5-like chunks (bench/micro/lz4_global_depth.cpp). So:
+//  1. The split walk (lz4_split_walk.hpp) finds the true entry of each of up to 256 input
+//     regions, a thread each, and checks the block exactly as the serial decoder does
+//     (lz4_split_accepts); B_r, the output position of region r's entry, follows.
+//  2. Each region's thread walks its sequences once more from its entry (lz4_region_emit):
+//     copies the literals to their place, marks their bytes done in a bitmap of the output (a
+//     bit a byte) and keeps each match as a record (output position, offset, length) in the
+//     region's slots.
+//  3. Rounds: each thread goes through its pending records in output order and copies every
+//     match whose source bytes are all done (lz4_match_ready), then marks its own bytes done;
+//     the others wait for the next round. A round copies at least every match all of whose
+//     writers were copied before it, so the rounds end after at most the depth; on the synth
+//     fields 72-86 rounds with 256 regions and 12.7-14.5 ready tests a match, on the era5-like
+//     chunks 4 rounds and 1.1 tests (the host count).
+// A block the split walk declines (damage, no fixed point, a block larger than its output) is
+// left to the caller's other path, whose statuses are the serial decoder's; so statuses never
+// change, and an accepted block's output is the serial decoder's by construction (every match
+// copies from bytes that are final).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "codec/logic/lz4_block.hpp"
+#include "codec/logic/lz4_segments.hpp"
+#include "codec/logic/lz4_split_walk.hpp"
+#include "core/host_device.hpp"
+
+namespace cubestream::codec::logic {
+
+// A match kept for the rounds: dst[op, op + len) = dst[op - off, ...), copied forward.
+struct Lz4RoundMatch {
+  std::uint32_t op;
+  std::uint32_t off;
+  std::uint32_t len;
+};
+
+// Rounds after which a block still pending is declined (its other path decodes it again from
+// the start): a block of that depth would cost more rounds than the serial decoder costs
+// sequences' worth of time (the synth fields need at most ~90 with 256 regions, the era5-like
+// chunks ~4; bench/micro/lz4_global_depth.cpp), and a crafted chain of dependent matches, one
+// region to the next, could otherwise hold a thread block for a round a match.
+inline constexpr std::uint32_t kLz4RoundsMax = 1024;
+
+// The smallest region the rounds' split walk takes by default (a thread block of 256 threads
+// splits blocks of 1 MiB or more into all 256 regions).
+inline constexpr std::uint32_t kLz4RoundsRegionMin = 4096;
+
+// Records a region holds: a match's token and offset take at least 3 input bytes and tokens
+// follow one another, so a region of `bytes` input bytes starts at most ceil(bytes / 3) matches.
+CS_HD inline std::uint32_t lz4_rounds_region_slots(const Lz4SplitShape& s) { return s.bytes / 3 + 1; }
+
+// A buffer's part of the rounds' scratch: regions x slots records, then the done bitmap (a bit
+// per output byte, in 32-bit words), 16-byte aligned.
+struct Lz4RoundsLayout {
+  std::uint64_t records;  // records (regions x slots)
+  std::uint64_t words;    // bitmap words
+  std::uint64_t bytes;    // scratch bytes in all
+};
+CS_HD inline Lz4RoundsLayout lz4_rounds_layout(const Lz4SplitShape& s, std::uint64_t size) {
+  Lz4RoundsLayout l;
+  l.records = static_cast<std::uint64_t>(s.regions) * lz4_rounds_region_slots(s);
+  l.words = (size + 31) / 32;
+  const std::uint64_t rec_bytes = (l.records * sizeof(Lz4RoundMatch) + 15) / 16 * 16;
+  l.bytes = rec_bytes + (l.words * 4 + 15) / 16 * 16;
+  return l;
+}
+// An upper bound of lz4_rounds_layout(...).bytes for any block the rounds take that decodes to
+// `size` bytes (its input is at most `size`: lz4_split_worth), for scratch sized from decoded
+// sizes alone: records <= (in + regions) / 3 + regions with regions <= kLz4SplitMaxRegions.
+CS_HD inline std::uint64_t lz4_rounds_bytes_bound(std::uint64_t size) {
+  const std::uint64_t records = (size + kLz4SplitMaxRegions) / 3 + 2 * kLz4SplitMaxRegions;
+  return (records * sizeof(Lz4RoundMatch) + 15) / 16 * 16 + ((size + 31) / 32 * 4 + 15) / 16 * 16;
+}
+// The same for n buffers whose decoded sizes sum to `total` (the bound is linear in the size
+// but for its rounding: at most 32 bytes a buffer).
+CS_HD inline std::uint64_t lz4_rounds_pool_bound(std::uint64_t n, std::uint64_t total) {
+  return sizeof(Lz4RoundMatch) * ((total + n * kLz4SplitMaxRegions) / 3 + n * (2 * kLz4SplitMaxRegions + 1)) +
+         (total / 32 + n) * 4 + n * 32;
+}
+
+// --- the done bitmap --------------------------------------------------------------------------
+// Bits b.set(word, mask) and b.get(word): on the device an atomicOr and a volatile load (the
+// copy before a set is published by a block-scope fence: the reader fences after its loads and
+// before it reads the bytes); on the host plain words.
+
+// Marks bytes [a, e) done.
+CS_HD_TEMPLATE
+template <class Bits>
+CS_HD inline void lz4_bits_mark(Bits& bits, std::uint32_t a, std::uint32_t e) {
+  if (a >= e) return;
+  std::uint32_t w = a / 32;
+  const std::uint32_t last = (e - 1) / 32;
+  for (; w <= last; ++w) {
+    const std::uint32_t lo = w == a / 32 ? a % 32 : 0, hi = w == last ? (e - 1) % 32 : 31;
+    const std::uint32_t mask = (hi == 31 ? ~0u : ((1u << (hi + 1)) - 1u)) & ~((1u << lo) - 1u);
+    bits.set(w, mask);
+  }
+}
+
+// Whether bytes [a, e) are all done.
+CS_HD_TEMPLATE
+template <class Bits>
+CS_HD inline bool lz4_bits_all(Bits& bits, std::uint32_t a, std::uint32_t e) {
+  if (a >= e) return true;
+  const std::uint32_t last = (e - 1) / 32;
+  for (std::uint32_t w = a / 32; w <= last; ++w) {
+    const std::uint32_t lo = w == a / 32 ? a % 32 : 0, hi = w == last ? (e - 1) % 32 : 31;
+    const std::uint32_t mask = (hi == 31 ? ~0u : ((1u << (hi + 1)) - 1u)) & ~((1u << lo) - 1u);
+    if ((bits.get(w) & mask) != mask) return false;
+  }
+  return true;
+}
+
+// The bytes a match reads: [op - off, op - off + min(off, len)) (an overlapping match, off <
+// len, reads only the off bytes before it and repeats them).
+CS_HD inline void lz4_match_source(const Lz4RoundMatch& m, std::uint32_t* a, std::uint32_t* e) {
+  *a = m.op - m.off;
+  *e = *a + (m.off < m.len ? m.off : m.len);
+}
+
+// --- a thread's copies --------------------------------------------------------------------
+// One thread copies n bytes forward, dst[i] = src[i] for i = 0.. in order (an overlapping
+// match's source lies before dst and repeats). With `words` (the caller's promise that src is
+// another buffer or lies 8 or more bytes before dst: a word's source bytes were then stored
+// before the load that holds them, which runs one word ahead) and where the destination reaches
+// a 4-byte boundary and the source's aligned words lie inside [lo, hi), it moves words: two aligned loads and a funnel shift a word, so a warp's
+// lanes, each at its own place, make a quarter of the byte copy's memory transactions. Bytes of
+// a loaded word outside the source range are read and discarded, never stored.
+CS_HD inline std::uint32_t lz4_load_word(const std::uint8_t* p) {
+#if CS_DEVICE_PASS
+  return *reinterpret_cast<const std::uint32_t*>(p);
+#else
+  std::uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+#endif
+}
+CS_HD inline void lz4_store_word(std::uint8_t* p, std::uint32_t w) {
+#if CS_DEVICE_PASS
+  *reinterpret_cast<std::uint32_t*>(p) = w;
+#else
+  std::memcpy(p, &w, 4);
+#endif
+}
+CS_HD inline void lz4_thread_copy(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool words,
+                                  const std::uint8_t* lo, const std::uint8_t* hi) {
+  std::size_t i = 0;
+  while (i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & 3u) != 0) {
+    dst[i] = src[i];
+    ++i;
+  }
+  if (words && n - i >= 4) {
+    const unsigned sh = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(src + i) & 3u);
+    const std::uint8_t* a = src + i - sh;  // aligned
+    // words k = 0.. while a + 4k + 8 <= hi (the second word of the pair) and 4k + 4 <= n - i
+    if (a >= lo) {
+      std::uint32_t w0 = a + 4 <= hi ? lz4_load_word(a) : 0;
+      while (n - i >= 4 && a + 8 <= hi) {
+        const std::uint32_t w1 = lz4_load_word(a + 4);
+        const std::uint64_t pair = (static_cast<std::uint64_t>(w1) << 32) | w0;
+        lz4_store_word(dst + i, static_cast<std::uint32_t>(pair >> (8 * sh)));
+        w0 = w1;
+        a += 4;
+        i += 4;
+      }
+    }
+  }
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+// --- the emit walk -----------------------------------------------------------------------
+// Region r's sequences from its true entry `entry` to `end` (the region's end), decoding to
+// out[base, ...): copies the literals, marks their bytes in `bits`, and appends each match to
+// rec[0, *count) (at most `slots`). Only for a block lz4_split_accepts took: the parse is the
+// fixed-point walk's (lz4_region_walk), whose checks all passed, so it is not checked again
+// beyond what keeps it inside the buffers. Returns false where a bound is broken anyway (never
+// for an accepted block; the caller then declines the block).
+CS_HD_TEMPLATE
+template <class Bits>
+CS_HD inline bool lz4_region_emit(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t entry,
+                                  std::uint32_t end, std::uint8_t* out, std::uint32_t size, std::uint32_t base,
+                                  Bits& bits, Lz4RoundMatch* rec, std::uint32_t slots, std::uint32_t* count,
+                                  const std::uint8_t* in_lo, const std::uint8_t* in_hi) {
+  std::uint32_t ip = entry, op = base, n = 0;
+  while (ip < end) {
+    std::size_t p = ip;
+    const std::uint8_t token = in[p++];
+    std::size_t lit = token >> 4, match = token & 15u;
+    if (lit == 15 && !lz4_read_length_ext(in, in_size, &p, &lit)) return false;
+    if (lit > in_size - p || lit > size - op) return false;
+    lz4_thread_copy(out + op, in + p, lit, true, in_lo, in_hi);
+    lz4_bits_mark(bits, op, op + static_cast<std::uint32_t>(lit));
+    p += lit;
+    op += static_cast<std::uint32_t>(lit);
+    if (p == in_size) {  // the last sequence: literals only
+      ip = in_size;
+      break;
+    }
+    if (in_size - p < 2) return false;
+    const std::uint32_t off = static_cast<std::uint32_t>(in[p]) | (static_cast<std::uint32_t>(in[p + 1]) << 8);
+    p += 2;
+    if (match == 15 && !lz4_read_length_ext(in, in_size, &p, &match)) return false;
+    match += kLz4MinMatch;
+    if (off == 0 || off > op || match > size - op || n >= slots) return false;
+    rec[n++] = Lz4RoundMatch{op, off, static_cast<std::uint32_t>(match)};
+    op += static_cast<std::uint32_t>(match);
+    ip = static_cast<std::uint32_t>(p);
+  }
+  *count = n;
+  return true;
+}
+
+// --- a round ---------------------------------------------------------------------------------
+// One thread's pass over its pending records rec[0, *count): copies each match whose source
+// bytes are done and marks its own bytes (publish() between the copy and the marks: the
+// device's block-scope fence; acquire() after a ready test and before the copy reads), keeps
+// the others in order. Returns the matches copied.
+CS_HD_TEMPLATE
+template <class Bits, class Publish, class Acquire>
+CS_HD inline std::uint32_t lz4_round_pass(Lz4RoundMatch* rec, std::uint32_t* count, std::uint8_t* out,
+                                          std::uint32_t size, Bits& bits, Publish&& publish, Acquire&& acquire) {
+  std::uint32_t keep = 0, copied = 0;
+  const std::uint32_t n = *count;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const Lz4RoundMatch m = rec[k];
+    std::uint32_t a, e;
+    lz4_match_source(m, &a, &e);
+    if (!lz4_bits_all(bits, a, e)) {
+      rec[keep++] = m;
+      continue;
+    }
+    acquire();
+    lz4_thread_copy(out + m.op, out + a, m.len, m.off >= 8, out, out + size);
+    publish();
+    lz4_bits_mark(bits, m.op, m.op + m.len);
+    ++copied;
+  }
+  *count = keep;
+  return copied;
+}
+
+}  // namespace cubestream::codec::logic

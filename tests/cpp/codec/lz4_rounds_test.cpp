@@ -1,0 +1,179 @@
+// numcodecs LZ4 in rounds of readiness (codec/logic/lz4_rounds.hpp), run on the host: a block
+// the rounds take decodes to liblz4's bytes, they take no block the serial decoder refuses, and
+// their pieces (a thread's word copy, the done bitmap) match plain byte loops.
+#include <lz4.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codec/logic/lz4_rounds.hpp"
+#include "codec/logic/lz4_rounds_host.hpp"
+#include "codec_test_util.hpp"
+#include "liblz4_block.hpp"
+#include "lz4_serial.hpp"
+
+namespace cs_codec_test {
+namespace {
+
+namespace logic = cubestream::codec::logic;
+using logic::DecodeStatus;
+
+struct Rounds {
+  logic::Lz4RoundsRun run;
+  Buf bytes;
+};
+
+Rounds rounds_decode(const Buf& enc, std::size_t size, std::uint32_t region, bool last_first = false) {
+  const std::unique_ptr<std::uint8_t[]> src = exact_copy(enc);
+  std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
+  std::fill(dst.get(), dst.get() + size, std::uint8_t{0xA5});
+  Rounds r;
+  r.run = logic::lz4_rounds_decode_host(src.get(), static_cast<std::uint32_t>(enc.size()), dst.get(),
+                                        static_cast<std::uint32_t>(size), region, last_first);
+  r.bytes.assign(dst.get(), dst.get() + size);
+  return r;
+}
+
+// Every data kind, level and size, regions from 64 bytes to the device's default: where the
+// rounds take a block, its bytes are liblz4's; with the default regions they take every block
+// no larger than its output whose split walk finds a fixed point (a nearly incompressible
+// field's long literal runs can keep guessed chains off the true one for more than
+// kLz4SplitRounds rounds; those larger than their output are left alone, as by the split walk).
+TEST(Lz4Rounds, DecodesEveryKindAsLiblz4) {
+  std::size_t taken = 0, runs = 0;
+  for (const auto& kind : kDataKinds) {
+    for (std::size_t n : {1u, 15u, 300u, 4096u, 70001u, 1100000u}) {
+      const Buf src = kind.make(n);
+      for (int level : {0, 9}) {
+        const Buf enc = liblz4_block(src, level);
+        const bool worth =
+            logic::lz4_split_worth(static_cast<std::uint32_t>(enc.size()), static_cast<std::uint32_t>(src.size()));
+        for (std::uint32_t region : {64u, 1000u, logic::kLz4RoundsRegionMin}) {
+          const std::string what = std::string(kind.name) + " " + std::to_string(n) + " level " +
+                                   std::to_string(level) + " region " + std::to_string(region);
+          const Rounds r = rounds_decode(enc, src.size(), region, (n + level) % 2 == 1);
+          if (!worth) EXPECT_FALSE(r.run.accepted) << what;
+          if (region == logic::kLz4RoundsRegionMin && worth)
+            EXPECT_TRUE(r.run.accepted || r.run.walk_rounds == logic::kLz4SplitRounds) << what;
+          if (r.run.accepted) ASSERT_TRUE(r.bytes == src) << what;
+          taken += r.run.accepted;
+          ++runs;
+        }
+      }
+    }
+  }
+  EXPECT_GT(3 * taken, runs);
+}
+
+// A 4 MiB quantised field in 256 regions: taken, liblz4's bytes, and far fewer rounds than
+// matches (the dependency depth, not the chain of sequences, sets them).
+TEST(Lz4Rounds, QuantisedFieldOfFourMebibytesTakesFewRounds) {
+  const Buf src = quantised_bytes(std::size_t{4} << 20);
+  for (int level : {0, 9}) {
+    const Buf enc = liblz4_block(src, level);
+    for (bool last_first : {false, true}) {
+      const Rounds r = rounds_decode(enc, src.size(), logic::kLz4RoundsRegionMin, last_first);
+      ASSERT_TRUE(r.run.accepted) << level;
+      EXPECT_EQ(r.run.regions, logic::kLz4SplitMaxRegions);
+      ASSERT_TRUE(r.bytes == src) << level;
+      if (!last_first) EXPECT_EQ(r.run.rounds, 1u);  // each region sees the ones before
+      if (last_first) EXPECT_GT(r.run.rounds, 1u);   // matches that read a predecessor's wait
+      EXPECT_LT(r.run.rounds, 2000u) << level;
+      std::printf("rounds: level %d, %s, %u regions, %u walk rounds, %u rounds, %llu ready tests\n", level,
+                  last_first ? "last first" : "in order", r.run.regions, r.run.walk_rounds, r.run.rounds,
+                  static_cast<unsigned long long>(r.run.tests));
+    }
+  }
+}
+
+// Damaged and cut blocks and wrong sizes: the rounds take none the serial decoder refuses, and
+// what they take decodes to liblz4's bytes.
+TEST(Lz4Rounds, TakeNoBlockTheSerialDecoderRefuses) {
+  const Buf src = quantised_bytes(120000);
+  std::mt19937 rng(71);
+  for (int level : {0, 9}) {
+    const Buf enc = liblz4_block(src, level);
+    for (std::size_t cut = 0; cut < enc.size(); cut += (cut < 64 ? 1 : 97)) {
+      const Buf in(enc.begin(), enc.begin() + cut);
+      ASSERT_FALSE(rounds_decode(in, src.size(), 512).run.accepted) << "cut " << cut;
+    }
+    for (int trial = 0; trial < 3000; ++trial) {
+      Buf bad = enc;
+      const int flips = 1 + static_cast<int>(rng() % 4);
+      for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] = static_cast<std::uint8_t>(rng());
+      const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
+      const std::uint32_t region = trial % 2 == 0 ? 512u : 97u;
+      const DecodeStatus want = lz4_serial_status(bad, size);
+      const Rounds r = rounds_decode(bad, size, region, trial % 4 < 2);
+      if (!r.run.accepted) continue;
+      ASSERT_EQ(want, DecodeStatus::kOk) << "trial " << trial;
+      Buf ref(size);
+      ASSERT_EQ(LZ4_decompress_safe(reinterpret_cast<const char*>(bad.data()), reinterpret_cast<char*>(ref.data()),
+                                    static_cast<int>(bad.size()), static_cast<int>(size)),
+                static_cast<int>(size));
+      ASSERT_TRUE(r.bytes == ref) << "trial " << trial;
+    }
+  }
+}
+
+// A thread's copy: every destination alignment, source distance 1-40 before it (overlapping
+// ones repeat their bytes) and length 0-100, with words where the caller may ask for them
+// (distance >= 8) and without, against a byte loop; and a literal copy from another buffer with
+// the source's bounds tight around the bytes it copies.
+TEST(Lz4Rounds, ThreadCopyMatchesAByteLoop) {
+  std::mt19937 rng(5);
+  for (std::size_t dist = 1; dist <= 40; ++dist) {
+    for (std::size_t n = 0; n <= 100; ++n) {
+      for (std::size_t at = 40; at < 44; ++at) {
+        Buf want(200), got;
+        for (auto& b : want) b = static_cast<std::uint8_t>(rng());
+        got = want;
+        for (std::size_t i = 0; i < n; ++i) want[at + i] = want[at - dist + i];
+        logic::lz4_thread_copy(got.data() + at, got.data() + at - dist, n, dist >= 8, got.data(),
+                               got.data() + got.size());
+        ASSERT_TRUE(got == want) << "dist " << dist << " n " << n << " at " << at;
+      }
+    }
+  }
+  for (std::size_t n = 0; n <= 64; ++n) {
+    for (std::size_t s = 0; s < 4; ++s) {
+      for (std::size_t d = 0; d < 4; ++d) {
+        Buf in(n + 8), out(n + 8, 0), want(n + 8, 0);
+        for (auto& b : in) b = static_cast<std::uint8_t>(rng());
+        std::copy(in.begin() + s, in.begin() + s + n, want.begin() + d);
+        logic::lz4_thread_copy(out.data() + d, in.data() + s, n, true, in.data() + s, in.data() + s + n);
+        ASSERT_TRUE(out == want) << n << " " << s << " " << d;
+      }
+    }
+  }
+}
+
+// The done bitmap: marks over every range of a 200-byte span set exactly those bits, and the
+// range test agrees with a byte map.
+TEST(Lz4Rounds, BitmapMarksAndTestsExactRanges) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<std::uint32_t> words(8, 0);
+    std::vector<bool> bytes(256, false);
+    logic::Lz4HostBits bits{words.data()};
+    for (int m = 0; m < 6; ++m) {
+      const std::uint32_t a = rng() % 256, e = a + rng() % (257 - a);
+      logic::lz4_bits_mark(bits, a, e);
+      for (std::uint32_t i = a; i < e; ++i) bytes[i] = true;
+    }
+    for (std::uint32_t i = 0; i < 256; ++i) ASSERT_EQ(((words[i / 32] >> (i % 32)) & 1u) != 0, bytes[i]) << i;
+    for (int q = 0; q < 50; ++q) {
+      const std::uint32_t a = rng() % 256, e = a + rng() % (257 - a);
+      const bool want = std::all_of(bytes.begin() + a, bytes.begin() + e, [](bool b) { return b; });
+      ASSERT_EQ(logic::lz4_bits_all(bits, a, e), want) << a << " " << e;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cs_codec_test
