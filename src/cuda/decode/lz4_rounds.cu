@@ -34,6 +34,12 @@ using logic::DecodeStatus;
 constexpr unsigned kRoundsThreads = logic::kLz4SplitMaxRegions;  // a thread per region
 static_assert(kRoundsThreads % 32 == 0 && kRoundsThreads <= 1024);
 constexpr std::size_t kAlign = 256;
+// -DCS_LZ4_ROUNDS_CLOCKS=1 (a profiling build, not for use): thread 0 reads clock64 after each
+// phase's barrier and prints the phases' cycles for every 16th buffer it takes (the split walk's
+// first walk, its later rounds, the bitmap and emit walks, the rounds and their count).
+#ifndef CS_LZ4_ROUNDS_CLOCKS
+#define CS_LZ4_ROUNDS_CLOCKS 0
+#endif
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -91,14 +97,19 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     const bool mine = t < regions;
     const std::uint32_t end = logic::lz4_split_end(shape, t, in_n);
 
+    [[maybe_unused]] long long c0 = 0, c1 = 0, cf = 0, c2 = 0, c3 = 0;
+    if (CS_LZ4_ROUNDS_CLOCKS) c0 = clock64();
     // 1. the split walk
     if (mine) {
       entry[t] = logic::lz4_split_begin(shape, t, in_n);
       walk[t] = logic::lz4_region_walk(in, in_n, entry[t], end, none);
     }
     bool fixed = false;
+    std::uint32_t walk_rounds = 0;
     for (std::uint32_t round = 1; round <= logic::kLz4SplitRounds; ++round) {
       __syncthreads();  // the walks of the round before are in place
+      if (CS_LZ4_ROUNDS_CLOCKS && round == 1) c1 = clock64();
+      walk_rounds = round;
       const std::uint32_t next = !mine ? 0u : t == 0 ? 0u : walk[t - 1].exit;
       const bool changed = mine && next != entry[t];
       __syncthreads();  // every thread read its predecessor's exit before any walks again
@@ -119,6 +130,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
       continue;
     }
 
+    if (CS_LZ4_ROUNDS_CLOCKS) cf = clock64();
     // 2. the bitmap, then the emit walks
     const std::uint32_t slots = logic::lz4_rounds_region_slots(shape);
     auto* rec = reinterpret_cast<logic::Lz4RoundMatch*>(s.pool + at);
@@ -138,6 +150,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
       __syncthreads();
       continue;
     }
+    if (CS_LZ4_ROUNDS_CLOCKS) c2 = clock64();
 
     // 3. the rounds
     std::uint32_t rounds = 0;
@@ -147,6 +160,13 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
       if (count != 0)
         logic::lz4_round_pass(rec + std::size_t{t} * slots, &count, dst, static_cast<std::uint32_t>(size), bits, fence,
                               fence);
+    }
+    if (CS_LZ4_ROUNDS_CLOCKS && t == 0 && item % 16 == 0) {
+      c3 = clock64();
+      printf("rounds clocks: buffer %llu in %u out %llu regions %u | walk %lld | fix %lld (%u rounds) | emit %lld | "
+             "rounds %lld (%u) | total %lld\n",
+             static_cast<unsigned long long>(i), in_n, static_cast<unsigned long long>(size), regions, c1 - c0,
+             cf - c1, walk_rounds, c2 - cf, c3 - c2, rounds, c3 - c0);
     }
     if (t == 0) {
       if (rounds > logic::kLz4RoundsMax) leave_to_ring(s, i);
