@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:?set OUT}
-CASES=${CASES:-synth_721x1440 x256 / lz4;era5_4MiB x256 / lz4;mixed}
+CASES=${CASES:-synth_721x1440 x256 / lz4;era5_4MiB x256 / lz4;mixed_64KiB-1MiB x1024 / lz4}
 mkdir -p "$OUT"
 cmake -S . -B build-rclk -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=ON -DCUBESTREAM_BUILD_PYTHON=OFF \
   -DCUBESTREAM_BUILD_TESTS=OFF "-DCMAKE_CUDA_FLAGS=-DCS_LZ4_ROUNDS_CLOCKS=1" >"$OUT/clocks_build.log" 2>&1 &&
