@@ -107,18 +107,25 @@ CS_HD inline void lz4_bits_mark(Bits& bits, std::uint32_t a, std::uint32_t e) {
   }
 }
 
-// Whether bytes [a, e) are all done.
+// Whether bytes [a, e) are all done, given `first`, the value of the word holding byte a (read
+// by the caller, so that a batch's first words are loaded one after another without waiting).
 CS_HD_TEMPLATE
 template <class Bits>
-CS_HD inline bool lz4_bits_all(Bits& bits, std::uint32_t a, std::uint32_t e) {
+CS_HD inline bool lz4_bits_all_from(Bits& bits, std::uint32_t a, std::uint32_t e, std::uint32_t first) {
   if (a >= e) return true;
   const std::uint32_t last = (e - 1) / 32;
   for (std::uint32_t w = a / 32; w <= last; ++w) {
     const std::uint32_t lo = w == a / 32 ? a % 32 : 0, hi = w == last ? (e - 1) % 32 : 31;
     const std::uint32_t mask = (hi == 31 ? ~0u : ((1u << (hi + 1)) - 1u)) & ~((1u << lo) - 1u);
-    if ((bits.get(w) & mask) != mask) return false;
+    if (((w == a / 32 ? first : bits.get(w)) & mask) != mask) return false;
   }
   return true;
+}
+// Whether bytes [a, e) are all done.
+CS_HD_TEMPLATE
+template <class Bits>
+CS_HD inline bool lz4_bits_all(Bits& bits, std::uint32_t a, std::uint32_t e) {
+  return a >= e || lz4_bits_all_from(bits, a, e, bits.get(a / 32));
 }
 
 // The bytes a match reads: [op - off, op - off + min(off, len)) (an overlapping match, off <
@@ -225,25 +232,63 @@ CS_HD inline bool lz4_region_emit(const std::uint8_t* in, std::uint32_t in_size,
 // bytes are done and marks its own bytes (publish() between the copy and the marks: the
 // device's block-scope fence; acquire() after a ready test and before the copy reads), keeps
 // the others in order. Returns the matches copied.
+//
+// Batch records at a time (kLz4RoundBatch by default): their records and the first words of
+// their ready tests are loaded before any is decided, so that a thread waits on one memory trip
+// for the batch instead of one a record (a thread's pass is a chain of dependent loads; the
+// GPU's other threads are in the same state, so nothing else hides it). A match found not ready
+// is tested again, with the bits as they are then, where an earlier match of its batch was
+// copied (it may read that one: chains of matches inside a region, common on the synth fields,
+// would otherwise move one link a round).
+inline constexpr std::uint32_t kLz4RoundBatch = 8;
+
 CS_HD_TEMPLATE
-template <class Bits, class Publish, class Acquire>
+template <std::uint32_t Batch = kLz4RoundBatch, class Bits, class Publish, class Acquire>
 CS_HD inline std::uint32_t lz4_round_pass(Lz4RoundMatch* rec, std::uint32_t* count, std::uint8_t* out,
                                           std::uint32_t size, Bits& bits, Publish&& publish, Acquire&& acquire) {
+  static_assert(Batch >= 1 && Batch <= 32, "records a batch");
   std::uint32_t keep = 0, copied = 0;
   const std::uint32_t n = *count;
-  for (std::uint32_t k = 0; k < n; ++k) {
-    const Lz4RoundMatch m = rec[k];
-    std::uint32_t a, e;
-    lz4_match_source(m, &a, &e);
-    if (!lz4_bits_all(bits, a, e)) {
-      rec[keep++] = m;
-      continue;
+  for (std::uint32_t k = 0; k < n; k += Batch) {
+    const std::uint32_t b = n - k < Batch ? n - k : Batch;
+    Lz4RoundMatch m[Batch];
+    bool ready[Batch];
+#pragma unroll
+    for (std::uint32_t j = 0; j < Batch; ++j)
+      if (j < b) m[j] = rec[k + j];
+    std::uint32_t first[Batch];
+#pragma unroll
+    for (std::uint32_t j = 0; j < Batch; ++j)
+      if (j < b) first[j] = bits.get((m[j].op - m[j].off) / 32);
+#pragma unroll
+    for (std::uint32_t j = 0; j < Batch; ++j) {
+      if (j >= b) continue;
+      std::uint32_t a, e;
+      lz4_match_source(m[j], &a, &e);
+      ready[j] = lz4_bits_all_from(bits, a, e, first[j]);
     }
     acquire();
-    lz4_thread_copy(out + m.op, out + a, m.len, m.off >= 8, out, out + size);
-    publish();
-    lz4_bits_mark(bits, m.op, m.op + m.len);
-    ++copied;
+    bool copied_here = false;
+#pragma unroll
+    for (std::uint32_t j = 0; j < Batch; ++j) {
+      if (j >= b) continue;
+      if (!ready[j] && copied_here) {
+        // it may read an earlier match of this batch: test again with the bits as they are now
+        std::uint32_t a, e;
+        lz4_match_source(m[j], &a, &e);
+        ready[j] = lz4_bits_all(bits, a, e);
+        if (ready[j]) acquire();
+      }
+      if (!ready[j]) {
+        rec[keep++] = m[j];  // keep <= k + j: records at and after k are held in m already
+        continue;
+      }
+      lz4_thread_copy(out + m[j].op, out + (m[j].op - m[j].off), m[j].len, m[j].off >= 8, out, out + size);
+      publish();
+      lz4_bits_mark(bits, m[j].op, m[j].op + m[j].len);
+      ++copied;
+      copied_here = true;
+    }
   }
   *count = keep;
   return copied;

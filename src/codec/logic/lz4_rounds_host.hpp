@@ -26,7 +26,7 @@ struct Lz4RoundsRun {
   std::uint64_t tests = 0;        // ready tests over all rounds
 };
 
-// Decodes the numcodecs-lz4 block in[0, in_size) (no header) into out[0, size) as the device
+// Decodes (with the round pass's batches of `Batch` records) the numcodecs-lz4 block in[0, in_size) (no header) into out[0, size) as the device
 // does, with regions of at least region_min bytes; returns what happened. Declined: out holds
 // whatever was written, and the caller must decode the block another way. In order, a round's
 // regions go first to last, so each sees its predecessors' copies of the same round (one round
@@ -34,6 +34,7 @@ struct Lz4RoundsRun {
 // its own copies of the round and the others' of the rounds before (the device's worst case,
 // where no other thread's copy of the round is visible yet): the rounds' count and keeping of
 // pending matches are exercised as on the device.
+template <std::uint32_t Batch = kLz4RoundBatch>
 inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t in_size, std::uint8_t* out,
                                            std::uint32_t size, std::uint32_t region_min, bool last_first = false) {
   Lz4RoundsRun run;
@@ -88,7 +89,7 @@ inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t
     for (std::uint32_t k = 0; k < n; ++k) {
       const std::uint32_t r = last_first ? n - 1 - k : k;
       run.tests += count[r];
-      lz4_round_pass(rec.data() + std::size_t{r} * slots, &count[r], out, size, bits, nothing, nothing);
+      lz4_round_pass<Batch>(rec.data() + std::size_t{r} * slots, &count[r], out, size, bits, nothing, nothing);
     }
   }
   run.accepted = true;

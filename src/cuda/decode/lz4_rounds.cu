@@ -40,6 +40,11 @@ constexpr std::size_t kAlign = 256;
 #ifndef CS_LZ4_ROUNDS_CLOCKS
 #define CS_LZ4_ROUNDS_CLOCKS 0
 #endif
+// Records a thread's round pass tests at once (logic::lz4_round_pass); -DCS_LZ4_ROUND_BATCH=1
+// tests one after another, for the A/B.
+#ifndef CS_LZ4_ROUND_BATCH
+#define CS_LZ4_ROUND_BATCH 8
+#endif
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -158,7 +163,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     while (__syncthreads_or(count != 0) != 0) {
       if (++rounds > logic::kLz4RoundsMax) break;  // the same count on every thread
       if (count != 0)
-        logic::lz4_round_pass(rec + std::size_t{t} * slots, &count, dst, static_cast<std::uint32_t>(size), bits, fence,
+        logic::lz4_round_pass<CS_LZ4_ROUND_BATCH>(rec + std::size_t{t} * slots, &count, dst, static_cast<std::uint32_t>(size), bits, fence,
                               fence);
     }
     if (CS_LZ4_ROUNDS_CLOCKS && t == 0 && item % 16 == 0) {

@@ -28,12 +28,13 @@ struct Rounds {
   Buf bytes;
 };
 
+template <std::uint32_t Batch = logic::kLz4RoundBatch>
 Rounds rounds_decode(const Buf& enc, std::size_t size, std::uint32_t region, bool last_first = false) {
   const std::unique_ptr<std::uint8_t[]> src = exact_copy(enc);
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
   std::fill(dst.get(), dst.get() + size, std::uint8_t{0xA5});
   Rounds r;
-  r.run = logic::lz4_rounds_decode_host(src.get(), static_cast<std::uint32_t>(enc.size()), dst.get(),
+  r.run = logic::lz4_rounds_decode_host<Batch>(src.get(), static_cast<std::uint32_t>(enc.size()), dst.get(),
                                         static_cast<std::uint32_t>(size), region, last_first);
   r.bytes.assign(dst.get(), dst.get() + size);
   return r;
@@ -76,16 +77,18 @@ TEST(Lz4Rounds, QuantisedFieldOfFourMebibytesTakesFewRounds) {
   const Buf src = quantised_bytes(std::size_t{4} << 20);
   for (int level : {0, 9}) {
     const Buf enc = liblz4_block(src, level);
-    for (bool last_first : {false, true}) {
-      const Rounds r = rounds_decode(enc, src.size(), logic::kLz4RoundsRegionMin, last_first);
+    for (int form = 0; form < 4; ++form) {
+      const bool last_first = form % 2 == 1;  // batches of 8 records a test (the default) or 1
+      const Rounds r = form < 2 ? rounds_decode(enc, src.size(), logic::kLz4RoundsRegionMin, last_first)
+                                : rounds_decode<1>(enc, src.size(), logic::kLz4RoundsRegionMin, last_first);
       ASSERT_TRUE(r.run.accepted) << level;
       EXPECT_EQ(r.run.regions, logic::kLz4SplitMaxRegions);
       ASSERT_TRUE(r.bytes == src) << level;
-      if (!last_first) EXPECT_EQ(r.run.rounds, 1u);  // each region sees the ones before
+      if (!last_first && form >= 2) EXPECT_EQ(r.run.rounds, 1u);  // each region sees the ones before
       if (last_first) EXPECT_GT(r.run.rounds, 1u);   // matches that read a predecessor's wait
       EXPECT_LT(r.run.rounds, 2000u) << level;
-      std::printf("rounds: level %d, %s, %u regions, %u walk rounds, %u rounds, %llu ready tests\n", level,
-                  last_first ? "last first" : "in order", r.run.regions, r.run.walk_rounds, r.run.rounds,
+      std::printf("rounds: level %d, %s, batch %u, %u regions, %u walk rounds, %u rounds, %llu ready tests\n", level,
+                  last_first ? "last first" : "in order", form < 2 ? logic::kLz4RoundBatch : 1u, r.run.regions, r.run.walk_rounds, r.run.rounds,
                   static_cast<unsigned long long>(r.run.tests));
     }
   }
@@ -109,7 +112,8 @@ TEST(Lz4Rounds, TakeNoBlockTheSerialDecoderRefuses) {
       const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
       const std::uint32_t region = trial % 2 == 0 ? 512u : 97u;
       const DecodeStatus want = lz4_serial_status(bad, size);
-      const Rounds r = rounds_decode(bad, size, region, trial % 4 < 2);
+      const Rounds r = trial % 8 < 4 ? rounds_decode(bad, size, region, trial % 4 < 2)
+                                     : rounds_decode<1>(bad, size, region, trial % 4 < 2);
       if (!r.run.accepted) continue;
       ASSERT_EQ(want, DecodeStatus::kOk) << "trial " << trial;
       Buf ref(size);
