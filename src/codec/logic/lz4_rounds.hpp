@@ -9,7 +9,8 @@
 // fields and 9-12 on the era5-like chunks (bench/micro/lz4_global_depth.cpp). So:
 //  1. The split walk (lz4_split_walk.hpp) finds the true entry of each of up to 256 input
 //     regions, a thread each, and checks the block exactly as the serial decoder does
-//     (lz4_split_accepts); B_r, the output position of region r's entry, follows.
+//     (lz4_split_accepts); B_r, the output position of region r's entry, follows. Its round 0
+//     walks only each region's last KiB (lz4_rounds_guess_start).
 //  2. Each region's thread walks its sequences once more from its entry (lz4_region_emit):
 //     copies the literals to their place, marks their bytes done in a bitmap of the output (a
 //     bit a byte) and keeps each match as a record (output position, offset, length) in the
@@ -50,6 +51,19 @@ struct Lz4RoundMatch {
 // chunks ~4; bench/micro/lz4_global_depth.cpp), and a crafted chain of dependent matches, one
 // region to the next, could otherwise hold a thread block for a round a match.
 inline constexpr std::uint32_t kLz4RoundsMax = 1024;
+
+// Where a region's walk of round 0 starts: kLz4RoundsGuessSpan bytes before the region's end
+// (or at its start). Round 0 only has to hand the next region a likely entry, and a parse
+// started at a wrong byte falls onto the true chain within a few dozen sequences
+// (lz4_split_walk.hpp), so walking the region's last KiB does what walking all of it did: the
+// split walk then costs about one full walk a region (round 1, from the predecessors' exits)
+// and the round that finds nothing moved, not two. A guess that has not met the true chain by
+// the region's end costs a round more, as before.
+inline constexpr std::uint32_t kLz4RoundsGuessSpan = 1024;
+CS_HD inline std::uint32_t lz4_rounds_guess_start(const Lz4SplitShape& s, std::uint32_t r, std::uint32_t in_size) {
+  const std::uint32_t b = lz4_split_begin(s, r, in_size), e = lz4_split_end(s, r, in_size);
+  return e - b > kLz4RoundsGuessSpan ? e - kLz4RoundsGuessSpan : b;
+}
 
 // The smallest region the rounds' split walk takes by default (a thread block of 256 threads
 // splits blocks of 1 MiB or more into all 256 regions).

@@ -46,7 +46,7 @@ inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t
   std::vector<std::uint32_t> entry(n), next(n);
   std::vector<Lz4RegionWalk> w(n);
   for (std::uint32_t r = 0; r < n; ++r) {
-    entry[r] = lz4_split_begin(shape, r, in_size);
+    entry[r] = lz4_rounds_guess_start(shape, r, in_size);
     w[r] = lz4_region_walk(in, in_size, entry[r], lz4_split_end(shape, r, in_size), none);
   }
   bool fixed = false;

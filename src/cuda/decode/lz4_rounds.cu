@@ -3,7 +3,7 @@
 // taking one buffer at a time from a queue in `order`.
 //
 // Per buffer, thread r owns input region r:
-//  1. the split walk: region walks from guessed entries, then rounds of walks from the
+//  1. the split walk: walks of the regions' last KiB from guessed entries, then rounds of walks from the
 //     predecessors' exits until no entry moves (at most kLz4SplitRounds), and thread 0's test
 //     that the serial decoder would accept the block, with each region's output base;
 //  2. the bitmap zeroed by the block, then each thread's emit walk: its literals copied and
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     if (CS_LZ4_ROUNDS_CLOCKS) c0 = clock64();
     // 1. the split walk
     if (mine) {
-      entry[t] = logic::lz4_split_begin(shape, t, in_n);
+      entry[t] = logic::lz4_rounds_guess_start(shape, t, in_n);
       walk[t] = logic::lz4_region_walk(in, in_n, entry[t], end, none);
     }
     bool fixed = false;
