@@ -9,8 +9,7 @@
 // fields and 9-12 on the era5-like chunks (bench/micro/lz4_global_depth.cpp). So:
 //  1. The split walk (lz4_split_walk.hpp) finds the true entry of each of up to 256 input
 //     regions, a thread each, and checks the block exactly as the serial decoder does
-//     (lz4_split_accepts); B_r, the output position of region r's entry, follows. Its round 0
-//     walks only each region's last KiB (lz4_rounds_guess_start).
+//     (lz4_split_accepts); B_r, the output position of region r's entry, follows.
 //  2. Each region's thread walks its sequences once more from its entry (lz4_region_emit):
 //     copies the literals to their place, marks their bytes done in a bitmap of the output (a
 //     bit a byte) and keeps each match as a record (output position, offset, length) in the
@@ -52,17 +51,23 @@ struct Lz4RoundMatch {
 // region to the next, could otherwise hold a thread block for a round a match.
 inline constexpr std::uint32_t kLz4RoundsMax = 1024;
 
-// Where a region's walk of round 0 starts: kLz4RoundsGuessSpan bytes before the region's end
-// (or at its start). Round 0 only has to hand the next region a likely entry, and a parse
-// started at a wrong byte falls onto the true chain within a few dozen sequences
-// (lz4_split_walk.hpp), so walking the region's last KiB does what walking all of it did: the
-// split walk then costs about one full walk a region (round 1, from the predecessors' exits)
-// and the round that finds nothing moved, not two. A guess that has not met the true chain by
-// the region's end costs a round more, as before.
-inline constexpr std::uint32_t kLz4RoundsGuessSpan = 1024;
+// Where a region's walk of round 0 starts: its first byte (0, the default), or
+// CS_LZ4_ROUNDS_GUESS_SPAN bytes before its end. Round 0 only has to hand the next region a
+// likely entry, and a parse started at a wrong byte meets the true chain after a while, so a
+// walk of the region's tail might do what a walk of all of it does, and the split walk would
+// cost one full walk a region and the round that finds nothing moved instead of two; but a guess
+// that has not met the true chain by the region's end costs a full walk more on the block's
+// critical path. Host count (256 regions of the bench's blocks, guessed exits that are wrong):
+// era5-like 4 MiB 120-131 of 255 with a 1 KiB tail, 80 with 2 KiB, 43-50 with 4 KiB; synth
+// fields 8-26 / 3-10 / 0-1; 0 walking whole regions. So the default walks whole regions, and
+// -DCS_LZ4_ROUNDS_GUESS_SPAN=4096 is kept for an A/B on the GPU.
+#ifndef CS_LZ4_ROUNDS_GUESS_SPAN
+#define CS_LZ4_ROUNDS_GUESS_SPAN 0
+#endif
+inline constexpr std::uint32_t kLz4RoundsGuessSpan = CS_LZ4_ROUNDS_GUESS_SPAN;
 CS_HD inline std::uint32_t lz4_rounds_guess_start(const Lz4SplitShape& s, std::uint32_t r, std::uint32_t in_size) {
   const std::uint32_t b = lz4_split_begin(s, r, in_size), e = lz4_split_end(s, r, in_size);
-  return e - b > kLz4RoundsGuessSpan ? e - kLz4RoundsGuessSpan : b;
+  return kLz4RoundsGuessSpan != 0 && e - b > kLz4RoundsGuessSpan ? e - kLz4RoundsGuessSpan : b;
 }
 
 // The smallest region the rounds' split walk takes by default (a thread block of 256 threads

@@ -3,7 +3,7 @@
 // taking one buffer at a time from a queue in `order`.
 //
 // Per buffer, thread r owns input region r:
-//  1. the split walk: walks of the regions' last KiB from guessed entries, then rounds of walks from the
+//  1. the split walk: region walks from guessed entries (lz4_rounds_guess_start), then rounds of walks from the
 //     predecessors' exits until no entry moves (at most kLz4SplitRounds), and thread 0's test
 //     that the serial decoder would accept the block, with each region's output base;
 //  2. the bitmap zeroed by the block, then each thread's emit walk: its literals copied and
