@@ -42,26 +42,10 @@ inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t
   const Lz4SplitShape shape = lz4_split_shape(in_size, region_min);
   const std::uint32_t n = shape.regions;
   run.regions = n;
-  const auto none = [](std::uint32_t, std::uint32_t, std::uint32_t) {};
-  std::vector<std::uint32_t> entry(n), next(n);
-  std::vector<Lz4RegionWalk> w(n);
-  for (std::uint32_t r = 0; r < n; ++r) {
-    entry[r] = lz4_rounds_guess_start(shape, r, in_size);
-    w[r] = lz4_region_walk(in, in_size, entry[r], lz4_split_end(shape, r, in_size), none);
-  }
-  bool fixed = false;
-  for (std::uint32_t round = 1; round <= kLz4SplitRounds && !fixed; ++round) {
-    for (std::uint32_t r = 0; r < n; ++r) next[r] = r == 0 ? 0u : w[r - 1].exit;
-    fixed = true;
-    for (std::uint32_t r = 0; r < n; ++r) {
-      if (next[r] == entry[r]) continue;
-      fixed = false;
-      entry[r] = next[r];
-      w[r] = lz4_region_walk(in, in_size, entry[r], lz4_split_end(shape, r, in_size), none);
-    }
-    if (!fixed) run.walk_rounds = round;
-  }
-  if (!fixed) return run;
+  std::vector<std::uint32_t> entry(n);
+  std::vector<Lz4RegionWalk> w;
+  for (std::uint32_t r = 0; r < n; ++r) entry[r] = lz4_rounds_guess_start(shape, r, in_size);
+  if (!lz4_split_fixed_point_host(in, in_size, shape, entry, w, &run.walk_rounds)) return run;
   std::vector<std::uint64_t> base(n);
   if (!lz4_split_accepts(w.data(), n, size, base.data())) return run;
 

@@ -222,25 +222,23 @@ CS_HD inline bool lz4_split_accepts(const Lz4RegionWalk* w, std::uint32_t region
 // op) has been called for every segment in order, *segments holds their count and *rounds the
 // rounds after the first that walked. False: declined (the caller takes the table walk); nothing
 // marked.
-template <class Mark>
-inline bool lz4_split_walk_host(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size,
-                                std::uint32_t region_min, std::size_t max_segments, Mark&& mark,
-                                std::uint32_t* segments, std::uint32_t* rounds) {
-  *segments = 0;
-  *rounds = 0;
-  if (!lz4_split_worth(in_size, size)) return false;
-  const Lz4SplitShape shape = lz4_split_shape(in_size, region_min);
+// The rounds of steps 1-2 on the host, as the device's threads run them: entry[r] starts at
+// entry[r] as given (round 0's guesses), each round takes every entry from the previous round's
+// exits at once and walks the regions whose entry moved. Returns true at a fixed point (entry
+// and w then hold the true entries and their walks); *rounds: the rounds after the first that
+// walked.
+inline bool lz4_split_fixed_point_host(const std::uint8_t* in, std::uint32_t in_size, const Lz4SplitShape& shape,
+                                       std::vector<std::uint32_t>& entry, std::vector<Lz4RegionWalk>& w,
+                                       std::uint32_t* rounds) {
   const std::uint32_t n = shape.regions;
   const auto none = [](std::uint32_t, std::uint32_t, std::uint32_t) {};
-  std::vector<std::uint32_t> entry(n), next(n);
-  std::vector<Lz4RegionWalk> w(n);
-  for (std::uint32_t r = 0; r < n; ++r) {
-    entry[r] = lz4_split_begin(shape, r, in_size);
+  std::vector<std::uint32_t> next(n);
+  w.resize(n);
+  for (std::uint32_t r = 0; r < n; ++r)
     w[r] = lz4_region_walk(in, in_size, entry[r], lz4_split_end(shape, r, in_size), none);
-  }
   bool fixed = false;
+  *rounds = 0;
   for (std::uint32_t round = 1; round <= kLz4SplitRounds && !fixed; ++round) {
-    // every entry from the previous round's exits at once, as the device's threads do
     for (std::uint32_t r = 0; r < n; ++r) next[r] = r == 0 ? 0u : w[r - 1].exit;
     fixed = true;
     for (std::uint32_t r = 0; r < n; ++r) {
@@ -251,7 +249,22 @@ inline bool lz4_split_walk_host(const std::uint8_t* in, std::uint32_t in_size, s
     }
     if (!fixed) *rounds = round;
   }
-  if (!fixed) return false;
+  return fixed;
+}
+
+template <class Mark>
+inline bool lz4_split_walk_host(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t size,
+                                std::uint32_t region_min, std::size_t max_segments, Mark&& mark,
+                                std::uint32_t* segments, std::uint32_t* rounds) {
+  *segments = 0;
+  *rounds = 0;
+  if (!lz4_split_worth(in_size, size)) return false;
+  const Lz4SplitShape shape = lz4_split_shape(in_size, region_min);
+  const std::uint32_t n = shape.regions;
+  std::vector<std::uint32_t> entry(n);
+  std::vector<Lz4RegionWalk> w;
+  for (std::uint32_t r = 0; r < n; ++r) entry[r] = lz4_split_begin(shape, r, in_size);
+  if (!lz4_split_fixed_point_host(in, in_size, shape, entry, w, rounds)) return false;
   std::vector<std::uint64_t> base(n);
   if (!lz4_split_accepts(w.data(), n, size, base.data())) return false;
   std::uint64_t count = 0;
