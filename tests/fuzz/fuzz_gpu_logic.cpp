@@ -190,12 +190,13 @@ void fuzz_lz4(const std::uint8_t* in, std::size_t size, std::size_t out_size) {
     bug("ready pass: bytes differ from the serial decoder", out_size, size);
   // the rounds (lz4_rounds.hpp): the split walk, the emit walks and rounds of readiness, with
   // regions of a few bytes and, for odd sizes, the regions of a round last to first (each sees
-  // only its own copies of the round); what they take must be the serial decoder's bytes
+  // only its own copies of the round), and for every fourth size the emit from the walks'
+  // sequence records; what they take must be the serial decoder's bytes
   if (size <= 0xFFFFFFF0u && out_size <= 0xFFFFFFF0u) {
     std::memset(ringed.get(), 0x69, out_size == 0 ? 1 : out_size);
     const logic::Lz4RoundsRun rr =
         logic::lz4_rounds_decode_host(in, static_cast<std::uint32_t>(size), ringed.get(),
-                                      static_cast<std::uint32_t>(out_size), region, size % 2 == 1);
+                                      static_cast<std::uint32_t>(out_size), region, size % 2 == 1, size % 4 >= 2);
     if (rr.accepted && st4 != logic::DecodeStatus::kOk)
       bug("rounds accepted a block the serial decoder refuses", static_cast<std::size_t>(st4), size);
     if (rr.accepted && std::memcmp(ringed.get(), staged.get(), out_size) != 0)

@@ -78,34 +78,70 @@ inline constexpr std::uint32_t kLz4RoundsRegionMin = 4096;
 // follow one another, so a region of `bytes` input bytes starts at most ceil(bytes / 3) matches.
 CS_HD inline std::uint32_t lz4_rounds_region_slots(const Lz4SplitShape& s) { return s.bytes / 3 + 1; }
 
-// A buffer's part of the rounds' scratch: regions x slots records, then the done bitmap (a bit
-// per output byte, in 32-bit words), 16-byte aligned.
-struct Lz4RoundsLayout {
-  std::uint64_t records;  // records (regions x slots)
-  std::uint64_t words;    // bitmap words
-  std::uint64_t bytes;    // scratch bytes in all
+// A sequence kept by the split walk's region walks where the emit reads records
+// (CUBESTREAM_LZ4_ROUNDS_WALK=records): its literals in[lit_at, lit_at + lit), then a match of
+// mlen bytes at offset off (off = mlen = 0: the block's last sequence). 16 bytes, so that a
+// thread loads one with a single vector load.
+struct alignas(16) Lz4RoundSeq {
+  std::uint32_t lit_at;
+  std::uint32_t lit;
+  std::uint32_t off;
+  std::uint32_t mlen;
 };
-CS_HD inline Lz4RoundsLayout lz4_rounds_layout(const Lz4SplitShape& s, std::uint64_t size) {
+static_assert(sizeof(Lz4RoundSeq) == 16 && sizeof(Lz4RoundMatch) == 12);
+
+// Bytes of a record slot: a match record, or a sequence record where the walks keep sequences
+// (the emit then rewrites each slot's sequence as a match in place: a match takes 12 of a
+// slot's 16 bytes, and the k-th match lands at or before the k-th sequence's bytes).
+CS_HD inline std::uint32_t lz4_rounds_slot_bytes(bool records) {
+  return records ? static_cast<std::uint32_t>(sizeof(Lz4RoundSeq)) : static_cast<std::uint32_t>(sizeof(Lz4RoundMatch));
+}
+
+// A buffer's part of the rounds' scratch: regions x slots records, then the done bitmap (a bit
+// per output byte, in 32-bit words), 16-byte aligned. `records`: slots of sequence records.
+struct Lz4RoundsLayout {
+  std::uint64_t records;     // records (regions x slots)
+  std::uint64_t words;       // bitmap words
+  std::uint64_t bits_at;     // the bitmap's byte offset
+  std::uint64_t bytes;       // scratch bytes in all
+};
+CS_HD inline Lz4RoundsLayout lz4_rounds_layout(const Lz4SplitShape& s, std::uint64_t size, bool records = false) {
   Lz4RoundsLayout l;
   l.records = static_cast<std::uint64_t>(s.regions) * lz4_rounds_region_slots(s);
   l.words = (size + 31) / 32;
-  const std::uint64_t rec_bytes = (l.records * sizeof(Lz4RoundMatch) + 15) / 16 * 16;
-  l.bytes = rec_bytes + (l.words * 4 + 15) / 16 * 16;
+  l.bits_at = (l.records * lz4_rounds_slot_bytes(records) + 15) / 16 * 16;
+  l.bytes = l.bits_at + (l.words * 4 + 15) / 16 * 16;
   return l;
 }
 // An upper bound of lz4_rounds_layout(...).bytes for any block the rounds take that decodes to
 // `size` bytes (its input is at most `size`: lz4_split_worth), for scratch sized from decoded
 // sizes alone: records <= (in + regions) / 3 + regions with regions <= kLz4SplitMaxRegions.
-CS_HD inline std::uint64_t lz4_rounds_bytes_bound(std::uint64_t size) {
-  const std::uint64_t records = (size + kLz4SplitMaxRegions) / 3 + 2 * kLz4SplitMaxRegions;
-  return (records * sizeof(Lz4RoundMatch) + 15) / 16 * 16 + ((size + 31) / 32 * 4 + 15) / 16 * 16;
+CS_HD inline std::uint64_t lz4_rounds_bytes_bound(std::uint64_t size, bool records = false) {
+  const std::uint64_t n = (size + kLz4SplitMaxRegions) / 3 + 2 * kLz4SplitMaxRegions;
+  return (n * lz4_rounds_slot_bytes(records) + 15) / 16 * 16 + ((size + 31) / 32 * 4 + 15) / 16 * 16;
 }
 // The same for n buffers whose decoded sizes sum to `total` (the bound is linear in the size
 // but for its rounding: at most 32 bytes a buffer).
-CS_HD inline std::uint64_t lz4_rounds_pool_bound(std::uint64_t n, std::uint64_t total) {
-  return sizeof(Lz4RoundMatch) * ((total + n * kLz4SplitMaxRegions) / 3 + n * (2 * kLz4SplitMaxRegions + 1)) +
+CS_HD inline std::uint64_t lz4_rounds_pool_bound(std::uint64_t n, std::uint64_t total, bool records = false) {
+  return std::uint64_t{lz4_rounds_slot_bytes(records)} *
+             ((total + n * kLz4SplitMaxRegions) / 3 + n * (2 * kLz4SplitMaxRegions + 1)) +
          (total / 32 + n) * 4 + n * 32;
 }
+
+// The region walk's sequence callback that keeps sequence records: rec[0, slots), *count the
+// sequences seen (more than slots only where the slots' bound is broken, which the emit takes
+// as a refusal; never for a walk from a true entry: a sequence that passed its checks takes at
+// least 3 input bytes but for the last, so a region of `bytes` starts at most bytes / 3 + 1).
+// A walk that starts again (a later round of the split walk) starts its records again.
+struct Lz4SeqRecorder {
+  Lz4RoundSeq* rec;
+  std::uint32_t slots;
+  std::uint32_t* count;
+  CS_HD void operator()(std::uint32_t lit_at, std::uint32_t lit, std::uint32_t off, std::uint32_t mlen) const {
+    const std::uint32_t k = (*count)++;
+    if (k < slots) rec[k] = Lz4RoundSeq{lit_at, lit, off, mlen};
+  }
+};
 
 // --- the done bitmap --------------------------------------------------------------------------
 // Bits b.set(word, mask) and b.get(word): on the device an atomicOr and a volatile load (the
@@ -243,6 +279,47 @@ CS_HD inline bool lz4_region_emit(const std::uint8_t* in, std::uint32_t in_size,
     ip = static_cast<std::uint32_t>(p);
   }
   *count = n;
+  return true;
+}
+
+// The emit from the split walk's records instead of a walk: region r's n sequence records
+// seq[0, n) (its walk from its true entry kept them, Lz4SeqRecorder) decode to out[base, ...):
+// copies the literals, marks their bytes, and rewrites each match in place as a match record
+// (rec aliases seq: the k-th match is written over bytes [12k, 12k + 12), at or before the k-th
+// sequence's [16k, 16k + 16), which is loaded before). The records' loads do not depend on one
+// another, where each step of a walk waits for the bytes the last one read: `Ahead` records are
+// loaded at once. The bounds are checked as in lz4_region_emit (never broken for an accepted
+// block; false: the caller declines the block).
+CS_HD_TEMPLATE
+template <std::uint32_t Ahead = 4, class Bits>
+CS_HD inline bool lz4_region_emit_records(const std::uint8_t* in, std::uint32_t in_size, Lz4RoundSeq* seq,
+                                          std::uint32_t n, std::uint32_t slots, std::uint8_t* out,
+                                          std::uint32_t size, std::uint32_t base, Bits& bits, std::uint32_t* count,
+                                          const std::uint8_t* in_lo, const std::uint8_t* in_hi) {
+  static_assert(Ahead >= 1 && Ahead <= 16, "records loaded at once");
+  if (n > slots) return false;
+  auto* rec = reinterpret_cast<Lz4RoundMatch*>(seq);
+  std::uint32_t op = base, m = 0;
+  for (std::uint32_t k = 0; k < n; k += Ahead) {
+    Lz4RoundSeq q[Ahead];
+#pragma unroll
+    for (std::uint32_t j = 0; j < Ahead; ++j)
+      if (k + j < n) q[j] = seq[k + j];
+#pragma unroll
+    for (std::uint32_t j = 0; j < Ahead; ++j) {
+      if (k + j >= n) break;
+      const Lz4RoundSeq& s = q[j];
+      if (s.lit_at > in_size || s.lit > in_size - s.lit_at || s.lit > size - op) return false;
+      lz4_thread_copy(out + op, in + s.lit_at, s.lit, true, in_lo, in_hi);
+      lz4_bits_mark(bits, op, op + s.lit);
+      op += s.lit;
+      if (s.mlen == 0) continue;  // the last sequence
+      if (s.off == 0 || s.off > op || s.mlen > size - op) return false;
+      rec[m++] = Lz4RoundMatch{op, s.off, s.mlen};
+      op += s.mlen;
+    }
+  }
+  *count = m;
   return true;
 }
 

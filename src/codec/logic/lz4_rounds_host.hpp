@@ -34,9 +34,14 @@ struct Lz4RoundsRun {
 // its own copies of the round and the others' of the rounds before (the device's worst case,
 // where no other thread's copy of the round is visible yet): the rounds' count and keeping of
 // pending matches are exercised as on the device.
+// `records`: the emit reads the sequence records of each region's walk from its true entry
+// (lz4_region_emit_records, CUBESTREAM_LZ4_ROUNDS_WALK=records on the device) instead of walking
+// again; the device keeps the records of the last walk each region's thread ran in the split
+// walk, which is a walk from the same entry to the same end, so the same records.
 template <std::uint32_t Batch = kLz4RoundBatch>
 inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t in_size, std::uint8_t* out,
-                                           std::uint32_t size, std::uint32_t region_min, bool last_first = false) {
+                                           std::uint32_t size, std::uint32_t region_min, bool last_first = false,
+                                           bool records = false) {
   Lz4RoundsRun run;
   if (!lz4_split_worth(in_size, size)) return run;
   const Lz4SplitShape shape = lz4_split_shape(in_size, region_min);
@@ -49,16 +54,30 @@ inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t
   std::vector<std::uint64_t> base(n);
   if (!lz4_split_accepts(w.data(), n, size, base.data())) return run;
 
-  const Lz4RoundsLayout layout = lz4_rounds_layout(shape, size);
+  const Lz4RoundsLayout layout = lz4_rounds_layout(shape, size, records);
   const std::uint32_t slots = lz4_rounds_region_slots(shape);
-  std::vector<Lz4RoundMatch> rec(layout.records);
+  // the slots as the device carves them: `slots` records of lz4_rounds_slot_bytes a region
+  std::vector<Lz4RoundSeq> store((layout.bits_at + sizeof(Lz4RoundSeq) - 1) / sizeof(Lz4RoundSeq));
+  auto* slot0 = reinterpret_cast<std::uint8_t*>(store.data());
+  const auto region_rec = [&](std::uint32_t r) {
+    return reinterpret_cast<Lz4RoundMatch*>(slot0 + std::size_t{r} * slots * lz4_rounds_slot_bytes(records));
+  };
   std::vector<std::uint32_t> words(layout.words, 0), count(n, 0);
   Lz4HostBits bits{words.data()};
   for (std::uint32_t r = 0; r < n; ++r) {
-    if (!lz4_region_emit(in, in_size, entry[r], lz4_split_end(shape, r, in_size), out, size,
-                         static_cast<std::uint32_t>(base[r]), bits, rec.data() + std::size_t{r} * slots, slots,
-                         &count[r], in, in + in_size))
+    const std::uint32_t end = lz4_split_end(shape, r, in_size);
+    if (records) {
+      auto* seq = reinterpret_cast<Lz4RoundSeq*>(region_rec(r));
+      std::uint32_t seqs = 0;
+      static_cast<void>(lz4_region_walk(in, in_size, entry[r], end, [](std::uint32_t, std::uint32_t, std::uint32_t) {},
+                                        Lz4SeqRecorder{seq, slots, &seqs}));
+      if (!lz4_region_emit_records(in, in_size, seq, seqs, slots, out, size, static_cast<std::uint32_t>(base[r]),
+                                   bits, &count[r], in, in + in_size))
+        return run;
+    } else if (!lz4_region_emit(in, in_size, entry[r], end, out, size, static_cast<std::uint32_t>(base[r]), bits,
+                                region_rec(r), slots, &count[r], in, in + in_size)) {
       return run;
+    }
   }
   const auto nothing = [] {};
   const auto pending = [&] {
@@ -73,7 +92,7 @@ inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t
     for (std::uint32_t k = 0; k < n; ++k) {
       const std::uint32_t r = last_first ? n - 1 - k : k;
       run.tests += count[r];
-      lz4_round_pass<Batch>(rec.data() + std::size_t{r} * slots, &count[r], out, size, bits, nothing, nothing);
+      lz4_round_pass<Batch>(region_rec(r), &count[r], out, size, bits, nothing, nothing);
     }
   }
   run.accepted = true;

@@ -128,10 +128,14 @@ struct Lz4RegionWalk {
 // region walk from it; a walk that stopped instead would hand its successor no entry, and that
 // would travel one region a round (measured on a 4 MiB climate chunk: seven rounds, not two).
 // Each step takes at least one input byte, so the walk ends after at most end - entry steps.
+// seq(lit_at, lit, off, mlen) is called for each sequence that passed its checks, in order:
+// its literals are in[lit_at, lit_at + lit), then a match of mlen bytes (kLz4MinMatch counted)
+// at offset off; the block's last sequence has off = mlen = 0. (The rounds path keeps these as
+// records, so that its emit reads them instead of parsing the region a third time.)
 CS_HD_TEMPLATE
-template <class Mark>
+template <class Mark, class Seq>
 CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t entry,
-                                           std::uint32_t end, Mark&& mark) {
+                                           std::uint32_t end, Mark&& mark, Seq&& seq) {
   Lz4RegionWalk w;
   std::uint32_t ip = entry;
   std::uint64_t o = 0;
@@ -158,6 +162,7 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
         continue;
       }
       need(f.off, o + f.lit);
+      seq(ip + f.head, f.lit, f.off, f.mlen);
       o += f.lit + f.mlen;
       ip += f.size;
       continue;
@@ -167,9 +172,11 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
     const std::uint8_t token = in[p++];
     std::size_t lit = token >> 4, off = 0, match = token & 15u;
     bool good = !(lit == 15 && !lz4_read_length_ext(in, in_size, &p, &lit)) && lit <= in_size - p;
+    const auto lit_at = static_cast<std::uint32_t>(p);
     if (good) {
       p += lit;
       if (p == in_size) {  // the last sequence: literals only
+        seq(static_cast<std::uint32_t>(p - lit), static_cast<std::uint32_t>(lit), 0u, 0u);
         o += lit;
         w.last = true;
         ip = in_size;
@@ -191,6 +198,8 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
       continue;
     }
     need(off, o + lit);
+    seq(lit_at, static_cast<std::uint32_t>(lit), static_cast<std::uint32_t>(off),
+        static_cast<std::uint32_t>(match + kLz4MinMatch));
     o += lit + match + kLz4MinMatch;
     ip = static_cast<std::uint32_t>(p);
   }
@@ -198,6 +207,13 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
   w.out = o;
   w.marks = m.count;
   return w;
+}
+// The walk without a sequence callback.
+CS_HD_TEMPLATE
+template <class Mark>
+CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t entry,
+                                           std::uint32_t end, Mark&& mark) {
+  return lz4_region_walk(in, in_size, entry, end, mark, [](std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t) {});
 }
 
 // Step 3's test over the regions' walks at the fixed point, in order: returns false where the

@@ -230,6 +230,9 @@ bool lz4_ready_pass_from_env() { return env_equals("CUBESTREAM_LZ4_MATCHES", "re
 // copied in rounds of readiness), instead of the segmented path: CUBESTREAM_LZ4_PATH=rounds.
 // Off by default until the GPU machine has measured it against the segments.
 bool lz4_rounds_from_env() { return env_equals("CUBESTREAM_LZ4_PATH", "rounds"); }
+// Its emit from the split walk's sequence records instead of a walk again:
+// CUBESTREAM_LZ4_ROUNDS_WALK=records.
+bool lz4_rounds_records_from_env() { return env_equals("CUBESTREAM_LZ4_ROUNDS_WALK", "records"); }
 
 // The split walk for numcodecs lz4 (codec/logic/lz4_split_walk.hpp), off by default: on the
 // H200 (session 26, same calls) it measured 11.4 ms against the table walk's 9.7 on the
@@ -495,7 +498,8 @@ std::size_t batch_decode_scratch_bytes(BatchCodec codec, std::size_t num_buffers
   switch (codec) {
     case BatchCodec::kLz4:
       if (lz4_rounds_from_env())
-        return lz4_fixed_scratch(num_buffers) + detail::lz4_rounds_scratch_bytes(num_buffers, total_decoded_bytes);
+        return lz4_fixed_scratch(num_buffers) +
+               detail::lz4_rounds_scratch_bytes(num_buffers, total_decoded_bytes, lz4_rounds_records_from_env());
       return lz4_fixed_scratch(num_buffers) +
              detail::lz4_segment_scratch_bytes(num_buffers, total_decoded_bytes, lz4_ready_pass_from_env());
     case BatchCodec::kBlosc: return blosc_scratch_layout(num_buffers, total_decoded_bytes).total;
@@ -533,7 +537,8 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
         // where the scratch is too small) goes to the ring kernel after it
         bool fits = false;
         const detail::Lz4RoundsScratch rs = detail::lz4_rounds_scratch(
-            static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed, batch.num_buffers, &fits);
+            static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed, batch.num_buffers,
+            lz4_rounds_records_from_env(), &fits);
         if (fits) detail::lz4_rounds_enqueue(batch, order, rs, stream);
         const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
         lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(

@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     const std::uint8_t* in = src + logic::kLz4NumcodecsHeader;
     const auto in_n = static_cast<std::uint32_t>(go ? src_n - logic::kLz4NumcodecsHeader : 1);
     const logic::Lz4SplitShape shape = logic::lz4_split_shape(in_n, s.region_min);
-    const logic::Lz4RoundsLayout layout = logic::lz4_rounds_layout(shape, size);
+    const logic::Lz4RoundsLayout layout = logic::lz4_rounds_layout(shape, size, s.records);
     if (go && t == 0) at = atomicAdd(s.cursor, static_cast<unsigned long long>(layout.bytes));
     __syncthreads();
     if (go) go = at + layout.bytes <= s.pool_bytes;
@@ -101,13 +101,23 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     const std::uint32_t regions = shape.regions;
     const bool mine = t < regions;
     const std::uint32_t end = logic::lz4_split_end(shape, t, in_n);
+    const std::uint32_t slots = logic::lz4_rounds_region_slots(shape);
+    // this thread's slots: match records, or (s.records) the sequence records its walks keep
+    std::uint8_t* const slot = s.pool + at + std::size_t{t} * slots * logic::lz4_rounds_slot_bytes(s.records);
+    auto* const seq = reinterpret_cast<logic::Lz4RoundSeq*>(slot);
+    std::uint32_t seqs = 0;
+    const auto walk_from = [&](std::uint32_t from) {
+      if (!s.records) return logic::lz4_region_walk(in, in_n, from, end, none);
+      seqs = 0;  // a walk again keeps its own records only
+      return logic::lz4_region_walk(in, in_n, from, end, none, logic::Lz4SeqRecorder{seq, slots, &seqs});
+    };
 
     [[maybe_unused]] long long c0 = 0, c1 = 0, cf = 0, c2 = 0, c3 = 0;
     if (CS_LZ4_ROUNDS_CLOCKS) c0 = clock64();
     // 1. the split walk
     if (mine) {
       entry[t] = logic::lz4_rounds_guess_start(shape, t, in_n);
-      walk[t] = logic::lz4_region_walk(in, in_n, entry[t], end, none);
+      walk[t] = walk_from(entry[t]);
     }
     bool fixed = false;
     std::uint32_t walk_rounds = 0;
@@ -120,7 +130,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
       __syncthreads();  // every thread read its predecessor's exit before any walks again
       if (changed) {
         entry[t] = next;
-        walk[t] = logic::lz4_region_walk(in, in_n, next, end, none);
+        walk[t] = walk_from(next);
       }
       if (__syncthreads_or(changed) == 0) {
         fixed = true;
@@ -137,19 +147,21 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
 
     if (CS_LZ4_ROUNDS_CLOCKS) cf = clock64();
     // 2. the bitmap, then the emit walks
-    const std::uint32_t slots = logic::lz4_rounds_region_slots(shape);
-    auto* rec = reinterpret_cast<logic::Lz4RoundMatch*>(s.pool + at);
-    auto* words = reinterpret_cast<std::uint32_t*>(s.pool + at + (layout.records * sizeof(logic::Lz4RoundMatch) + 15) / 16 * 16);
+    auto* const rec = reinterpret_cast<logic::Lz4RoundMatch*>(slot);
+    auto* words = reinterpret_cast<std::uint32_t*>(s.pool + at + layout.bits_at);
     for (std::uint64_t w = t; w < layout.words; w += kRoundsThreads) words[w] = 0;
     __syncthreads();
     DeviceBits bits{words};
     std::uint32_t count = 0;
     bool ok = true;
-    if (mine)
+    if (mine && s.records)
+      ok = logic::lz4_region_emit_records(in, in_n, seq, seqs, slots, dst, static_cast<std::uint32_t>(size),
+                                          static_cast<std::uint32_t>(base[t]), bits, &count, src, src + src_n);
+    else if (mine)
       ok = logic::lz4_region_emit(in, in_n, entry[t], end, dst, static_cast<std::uint32_t>(size),
-                                  static_cast<std::uint32_t>(base[t]), bits, rec + std::size_t{t} * slots, slots,
-                                  &count, src, src + src_n);
-    // (never for an accepted block: the emit walk is the fixed point's walk)
+                                  static_cast<std::uint32_t>(base[t]), bits, rec, slots, &count, src, src + src_n);
+    // (never for an accepted block: the emit walk is the fixed point's walk, and the records are
+    // the last walk's, from the true entry)
     if (__syncthreads_or(!ok) != 0) {
       if (t == 0) leave_to_ring(s, i);
       __syncthreads();
@@ -163,8 +175,8 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     while (__syncthreads_or(count != 0) != 0) {
       if (++rounds > logic::kLz4RoundsMax) break;  // the same count on every thread
       if (count != 0)
-        logic::lz4_round_pass<CS_LZ4_ROUND_BATCH>(rec + std::size_t{t} * slots, &count, dst, static_cast<std::uint32_t>(size), bits, fence,
-                              fence);
+        logic::lz4_round_pass<CS_LZ4_ROUND_BATCH>(rec, &count, dst, static_cast<std::uint32_t>(size), bits, fence,
+                                                  fence);
     }
     if (CS_LZ4_ROUNDS_CLOCKS && t == 0 && item % 16 == 0) {
       c3 = clock64();
@@ -189,13 +201,14 @@ unsigned rounds_blocks() {
 
 }  // namespace
 
-std::size_t lz4_rounds_scratch_bytes(std::size_t n, std::size_t total_decoded) {
+std::size_t lz4_rounds_scratch_bytes(std::size_t n, std::size_t total_decoded, bool records) {
   return kAlign + align_up(n * sizeof(std::uint32_t)) +
-         static_cast<std::size_t>(logic::lz4_rounds_pool_bound(n, total_decoded));
+         static_cast<std::size_t>(logic::lz4_rounds_pool_bound(n, total_decoded, records));
 }
 
-Lz4RoundsScratch lz4_rounds_scratch(void* base, std::size_t bytes, std::size_t n, bool* ok) {
+Lz4RoundsScratch lz4_rounds_scratch(void* base, std::size_t bytes, std::size_t n, bool records, bool* ok) {
   Lz4RoundsScratch s{};
+  s.records = records;
   const std::size_t fixed = kAlign + align_up(n * sizeof(std::uint32_t));
   *ok = bytes >= fixed;
   if (!*ok) return s;

@@ -25,16 +25,19 @@ struct Lz4RoundsScratch {
   std::uint8_t* pool;           // records and bitmaps, handed out per buffer (16-byte aligned)
   unsigned long long pool_bytes;
   std::uint32_t region_min;     // the split walk's smallest region (CUBESTREAM_LZ4_ROUNDS_REGION)
+  bool records;                 // the walks keep sequence records and the emit reads them instead
+                                // of walking again (CUBESTREAM_LZ4_ROUNDS_WALK=records)
 };
 
 // Scratch bytes for n buffers decoding to total_decoded bytes: 256 bytes of counters, the list,
-// and a pool that holds every buffer's records and bitmap (~4.1 bytes a decoded byte).
-std::size_t lz4_rounds_scratch_bytes(std::size_t n, std::size_t total_decoded);
+// and a pool that holds every buffer's records and bitmap (~4.1 bytes a decoded byte; ~5.5 with
+// `records`, whose slots hold 16-byte sequence records).
+std::size_t lz4_rounds_scratch_bytes(std::size_t n, std::size_t total_decoded, bool records = false);
 
 // Carves `bytes` of device scratch (256-byte aligned) for n buffers; the pool is whatever
 // follows the fixed part (buffers that do not fit it go to the ring kernel). `ok` is false where
 // the fixed part does not fit.
-Lz4RoundsScratch lz4_rounds_scratch(void* base, std::size_t bytes, std::size_t n, bool* ok);
+Lz4RoundsScratch lz4_rounds_scratch(void* base, std::size_t bytes, std::size_t n, bool records, bool* ok);
 
 // Enqueues the rounds kernel on `stream` (zeroing the counters first). Every buffer gets its
 // status except those listed in ring_list (*ring_count of them), which the caller must decode.

@@ -29,13 +29,14 @@ struct Rounds {
 };
 
 template <std::uint32_t Batch = logic::kLz4RoundBatch>
-Rounds rounds_decode(const Buf& enc, std::size_t size, std::uint32_t region, bool last_first = false) {
+Rounds rounds_decode(const Buf& enc, std::size_t size, std::uint32_t region, bool last_first = false,
+                     bool records = false) {
   const std::unique_ptr<std::uint8_t[]> src = exact_copy(enc);
   std::unique_ptr<std::uint8_t[]> dst(new std::uint8_t[size == 0 ? 1 : size]);
   std::fill(dst.get(), dst.get() + size, std::uint8_t{0xA5});
   Rounds r;
   r.run = logic::lz4_rounds_decode_host<Batch>(src.get(), static_cast<std::uint32_t>(enc.size()), dst.get(),
-                                        static_cast<std::uint32_t>(size), region, last_first);
+                                        static_cast<std::uint32_t>(size), region, last_first, records);
   r.bytes.assign(dst.get(), dst.get() + size);
   return r;
 }
@@ -45,6 +46,8 @@ Rounds rounds_decode(const Buf& enc, std::size_t size, std::uint32_t region, boo
 // no larger than its output whose split walk finds a fixed point (a nearly incompressible
 // field's long literal runs can keep guessed chains off the true one for more than
 // kLz4SplitRounds rounds; those larger than their output are left alone, as by the split walk).
+// The emit from the walks' sequence records takes the same blocks, to the same bytes, in the
+// same rounds.
 TEST(Lz4Rounds, DecodesEveryKindAsLiblz4) {
   std::size_t taken = 0, runs = 0;
   for (const auto& kind : kDataKinds) {
@@ -62,6 +65,12 @@ TEST(Lz4Rounds, DecodesEveryKindAsLiblz4) {
           if (region == logic::kLz4RoundsRegionMin && worth)
             EXPECT_TRUE(r.run.accepted || r.run.walk_rounds == logic::kLz4SplitRounds) << what;
           if (r.run.accepted) ASSERT_TRUE(r.bytes == src) << what;
+          const Rounds q = rounds_decode(enc, src.size(), region, (n + level) % 2 == 1, true);
+          ASSERT_EQ(q.run.accepted, r.run.accepted) << what << ", sequence records";
+          if (q.run.accepted) {
+            ASSERT_TRUE(q.bytes == src) << what << ", sequence records";
+            EXPECT_EQ(q.run.rounds, r.run.rounds) << what << ", sequence records";
+          }
           taken += r.run.accepted;
           ++runs;
         }
@@ -103,7 +112,7 @@ TEST(Lz4Rounds, TakeNoBlockTheSerialDecoderRefuses) {
     const Buf enc = liblz4_block(src, level);
     for (std::size_t cut = 0; cut < enc.size(); cut += (cut < 64 ? 1 : 97)) {
       const Buf in(enc.begin(), enc.begin() + cut);
-      ASSERT_FALSE(rounds_decode(in, src.size(), 512).run.accepted) << "cut " << cut;
+      ASSERT_FALSE(rounds_decode(in, src.size(), 512, false, cut % 2 == 1).run.accepted) << "cut " << cut;
     }
     for (int trial = 0; trial < 3000; ++trial) {
       Buf bad = enc;
@@ -112,8 +121,9 @@ TEST(Lz4Rounds, TakeNoBlockTheSerialDecoderRefuses) {
       const std::size_t size = trial % 3 == 0 ? src.size() / 2 : trial % 3 == 1 ? src.size() + 7 : src.size();
       const std::uint32_t region = trial % 2 == 0 ? 512u : 97u;
       const DecodeStatus want = lz4_serial_status(bad, size);
-      const Rounds r = trial % 8 < 4 ? rounds_decode(bad, size, region, trial % 4 < 2)
-                                     : rounds_decode<1>(bad, size, region, trial % 4 < 2);
+      const bool records = trial % 16 < 8;  // the emit from sequence records, or walking again
+      const Rounds r = trial % 8 < 4 ? rounds_decode(bad, size, region, trial % 4 < 2, records)
+                                     : rounds_decode<1>(bad, size, region, trial % 4 < 2, records);
       if (!r.run.accepted) continue;
       ASSERT_EQ(want, DecodeStatus::kOk) << "trial " << trial;
       Buf ref(size);

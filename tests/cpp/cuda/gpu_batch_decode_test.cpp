@@ -387,6 +387,7 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* walk;
     const char* split_region;
     const char* matches;
+    const char* rounds_walk = nullptr;
   } settings[] = {
       {"the default: segments, the walks and the workers in one kernel, dense blocks to the ring kernel", nullptr, 0,
        nullptr, nullptr, nullptr},
@@ -410,15 +411,21 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
       {"segments, short scratch, the serial walk", "segments", short_scratch, "serial", nullptr, nullptr},
       {"the rounds path (what it declines to the ring kernel)", "rounds", 0, nullptr, nullptr, nullptr},
       {"the rounds path, scratch for its fixed part and little more (the ring kernel takes the rest)", "rounds",
-       short_scratch, nullptr, nullptr, nullptr}};
+       short_scratch, nullptr, nullptr, nullptr},
+      {"the rounds path, the emit from the walks' sequence records", "rounds", 0, nullptr, nullptr, nullptr,
+       "records"},
+      {"the rounds path, sequence records, scratch for its fixed part and little more", "rounds", short_scratch,
+       nullptr, nullptr, nullptr, "records"}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
     if (setting.walk != nullptr) setenv("CUBESTREAM_LZ4_WALK", setting.walk, 1);
     if (setting.split_region != nullptr) setenv("CUBESTREAM_LZ4_SPLIT_REGION", setting.split_region, 1);
     if (setting.matches != nullptr) setenv("CUBESTREAM_LZ4_MATCHES", setting.matches, 1);
+    if (setting.rounds_walk != nullptr) setenv("CUBESTREAM_LZ4_ROUNDS_WALK", setting.rounds_walk, 1);
     Batch b(enc, sizes, 3, 5);
     b.decode(cuda::BatchCodec::kLz4, setting.scratch);
+    unsetenv("CUBESTREAM_LZ4_ROUNDS_WALK");
     unsetenv("CUBESTREAM_LZ4_PATH");
     unsetenv("CUBESTREAM_LZ4_WALK");
     unsetenv("CUBESTREAM_LZ4_SPLIT_REGION");
@@ -432,9 +439,12 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
 // liblz4's bytes with no write past an output, and lists every other buffer for the ring kernel
 // without touching its status: valid blocks of every kind (4 MiB climate and quantised fields,
 // zeros, incompressible data, whose blocks are larger than their output), a header that
-// disagrees with the expected size, and damaged blocks.
+// disagrees with the expected size, and damaged blocks; with the emit walking each region again
+// and reading the split walk's sequence records.
 TEST(GpuBatch, Lz4RoundsTakeWhatTheirHostRunTakes) {
   REQUIRE_GPU();
+  for (const bool records : {false, true}) {
+  SCOPED_TRACE(records ? "the emit from sequence records" : "the emit walk");
   std::vector<Buf> enc, data = sample_data(60, 8);
   std::vector<std::size_t> sizes;
   data.push_back(climate_bytes(4 << 20));
@@ -451,13 +461,13 @@ TEST(GpuBatch, Lz4RoundsTakeWhatTheirHostRunTakes) {
   add_damaged_lz4(numcodecs_lz4(src, 0), src.size(), 200, 29, &enc, &sizes);
   Batch b(enc, sizes, 3, 5);
   const std::size_t n = enc.size();
-  const std::size_t bytes = cuda::detail::lz4_rounds_scratch_bytes(n, b.total_out());
+  const std::size_t bytes = cuda::detail::lz4_rounds_scratch_bytes(n, b.total_out(), records);
   DevMem scratch(bytes), order(n * sizeof(std::uint32_t));
   std::vector<std::uint32_t> ids(n);
   for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::uint32_t>(i);
   ok(cudaMemcpy(order.p, ids.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
   bool fits = false;
-  const auto rs = cuda::detail::lz4_rounds_scratch(scratch.p, bytes, n, &fits);
+  const auto rs = cuda::detail::lz4_rounds_scratch(scratch.p, bytes, n, records, &fits);
   ASSERT_TRUE(fits);
   cuda::detail::lz4_rounds_enqueue(b.b, static_cast<const std::uint32_t*>(order.p), rs, nullptr);
   ok(cudaDeviceSynchronize());
@@ -477,7 +487,8 @@ TEST(GpuBatch, Lz4RoundsTakeWhatTheirHostRunTakes) {
     if (in.size() > 4 && (in[0] | (in[1] << 8) | (in[2] << 16) | (static_cast<std::size_t>(in[3]) << 24)) == sizes[i]) {
       Buf out(sizes[i]);
       host_takes = logic::lz4_rounds_decode_host(in.data() + 4, static_cast<std::uint32_t>(in.size() - 4), out.data(),
-                                                 static_cast<std::uint32_t>(sizes[i]), logic::kLz4RoundsRegionMin)
+                                                 static_cast<std::uint32_t>(sizes[i]), logic::kLz4RoundsRegionMin,
+                                                 false, records)
                        .accepted;
     }
     ASSERT_EQ(left[i], host_takes ? 0 : 1) << "buffer " << i;
@@ -492,6 +503,7 @@ TEST(GpuBatch, Lz4RoundsTakeWhatTheirHostRunTakes) {
     ASSERT_TRUE(b.output(i) == want) << "buffer " << i;
   }
   EXPECT_GT(taken, 30u);
+  }
 }
 
 // The rounds path's pool bound (host arithmetic): for any mix of decoded sizes, the pool that
@@ -501,15 +513,18 @@ TEST(GpuBatch, Lz4RoundsPoolHoldsEveryLayout) {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 2000; ++trial) {
     const std::size_t n = 1 + rng() % 40;
+    const bool records = trial % 2 == 1;  // the slots of sequence records (16 bytes, not 12)
     std::uint64_t total = 0, need = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t size = trial % 3 == 0 ? rng() % 64 : trial % 3 == 1 ? rng() % 100000 : rng() % (8u << 20);
       const std::uint64_t in = size == 0 ? 1 : 1 + rng() % size;
       total += size;
-      need += logic::lz4_rounds_layout(logic::lz4_split_shape(static_cast<std::uint32_t>(in), 1 + rng() % 8192), size)
-                  .bytes;
+      const logic::Lz4RoundsLayout l =
+          logic::lz4_rounds_layout(logic::lz4_split_shape(static_cast<std::uint32_t>(in), 1 + rng() % 8192), size, records);
+      ASSERT_LE(l.bytes, logic::lz4_rounds_bytes_bound(size, records)) << trial;
+      need += l.bytes;
     }
-    ASSERT_LE(need, logic::lz4_rounds_pool_bound(n, total)) << trial;
+    ASSERT_LE(need, logic::lz4_rounds_pool_bound(n, total, records)) << trial;
   }
 }
 
