@@ -154,13 +154,19 @@ void count(const char* name, const std::vector<Bytes>& raws) {
                 static_cast<unsigned long long>(d.passes256), "", static_cast<double>(d.level_sum) / d.matches,
                 100.0 * static_cast<double>(d.level1) / d.matches, static_cast<unsigned long long>(d.gs_rounds),
                 static_cast<double>(d.gs_checks) / d.matches);
-    Bytes out(raw.size());
-    const auto run = cubestream::codec::logic::lz4_rounds_decode_host(
-        enc.data(), static_cast<std::uint32_t>(n), out.data(), static_cast<std::uint32_t>(raw.size()),
-        cubestream::codec::logic::kLz4RoundsRegionMin);
-    std::printf("%-26s lz4_rounds_decode_host: %s, %u regions, %u split-walk rounds, %u rounds, %.1f ready tests a match%s\n",
-                "", run.accepted ? "taken" : "declined", run.regions, run.walk_rounds, run.rounds,
-                static_cast<double>(run.tests) / static_cast<double>(d.matches), run.accepted && out != raw ? " WRONG BYTES" : "");
+    for (const bool records : {false, true}) {
+      Bytes out(raw.size());
+      const auto run = cubestream::codec::logic::lz4_rounds_decode_host(
+          enc.data(), static_cast<std::uint32_t>(n), out.data(), static_cast<std::uint32_t>(raw.size()),
+          cubestream::codec::logic::kLz4RoundsRegionMin, false, records);
+      // parses: sequences parsed by all walks (split walk and emit) over the block's sequences
+      std::printf("%-26s lz4_rounds_decode_host (%s): %s, %u regions, %u split-walk rounds, %u rounds, %.1f ready "
+                  "tests a match, %.2f parses a sequence%s\n",
+                  "", records ? "sequence records" : "emit walk", run.accepted ? "taken" : "declined", run.regions,
+                  run.walk_rounds, run.rounds, static_cast<double>(run.tests) / static_cast<double>(d.matches),
+                  static_cast<double>(run.parsed) / static_cast<double>(d.sequences),
+                  run.accepted && out != raw ? " WRONG BYTES" : "");
+    }
   }
 }
 

@@ -79,16 +79,22 @@ inline constexpr std::uint32_t kLz4RoundsRegionMin = 4096;
 CS_HD inline std::uint32_t lz4_rounds_region_slots(const Lz4SplitShape& s) { return s.bytes / 3 + 1; }
 
 // A sequence kept by the split walk's region walks where the emit reads records
-// (CUBESTREAM_LZ4_ROUNDS_WALK=records): its literals in[lit_at, lit_at + lit), then a match of
-// mlen bytes at offset off (off = mlen = 0: the block's last sequence). 16 bytes, so that a
-// thread loads one with a single vector load.
+// (CUBESTREAM_LZ4_ROUNDS_WALK=records): its token at `tok`, lit literals (they start after the
+// token and its literal length bytes: lz4_seq_lit_at), then a match of mlen bytes at offset off
+// (off = mlen = 0: the block's last sequence). 16 bytes, so that a thread loads one with a
+// single vector load.
 struct alignas(16) Lz4RoundSeq {
-  std::uint32_t lit_at;
+  std::uint32_t tok;
   std::uint32_t lit;
   std::uint32_t off;
   std::uint32_t mlen;
 };
 static_assert(sizeof(Lz4RoundSeq) == 16 && sizeof(Lz4RoundMatch) == 12);
+// Where a sequence's literals start: a literal length of 15 or more takes (lit - 15) / 255 + 1
+// bytes after the token (255s, then a byte below 255).
+CS_HD inline std::uint32_t lz4_seq_lit_at(const Lz4RoundSeq& q) {
+  return q.tok + 1 + (q.lit >= 15 ? (q.lit - 15) / 255 + 1 : 0);
+}
 
 // Bytes of a record slot: a match record, or a sequence record where the walks keep sequences
 // (the emit then rewrites each slot's sequence as a match in place: a match takes 12 of a
@@ -128,20 +134,87 @@ CS_HD inline std::uint64_t lz4_rounds_pool_bound(std::uint64_t n, std::uint64_t 
          (total / 32 + n) * 4 + n * 32;
 }
 
-// The region walk's sequence callback that keeps sequence records: rec[0, slots), *count the
-// sequences seen (more than slots only where the slots' bound is broken, which the emit takes
-// as a refusal; never for a walk from a true entry: a sequence that passed its checks takes at
-// least 3 input bytes but for the last, so a region of `bytes` starts at most bytes / 3 + 1).
-// A walk that starts again (a later round of the split walk) starts its records again.
-struct Lz4SeqRecorder {
-  Lz4RoundSeq* rec;
-  std::uint32_t slots;
-  std::uint32_t* count;
-  CS_HD void operator()(std::uint32_t lit_at, std::uint32_t lit, std::uint32_t off, std::uint32_t mlen) const {
-    const std::uint32_t k = (*count)++;
-    if (k < slots) rec[k] = Lz4RoundSeq{lit_at, lit, off, mlen};
-  }
+// A region's sequence records in its slots rec[0, slots): the run [a0, a1), in sequence order;
+// over = true where a walk found more sequences than its slots hold (never for a walk from a
+// true entry: a sequence that passed its checks takes at least 3 input bytes but for the last,
+// so a region of `bytes` starts at most bytes / 3 + 1), which the emit takes as a refusal.
+struct Lz4RegionRecords {
+  std::uint32_t a0 = 0, a1 = 0;
+  bool over = false;
+  std::uint32_t parsed = 0;  // sequences the last walk parsed (for the host's counts)
 };
+
+// A region walk (lz4_region_walk) that keeps its sequences as records in rec[0, slots), and that,
+// where the region walked before (`last`: that walk's summary, its records in `r`), stops where
+// it meets the chain recorded then: a token position it reaches that the last walk also parsed
+// from a token, with no failed check of the last walk at or after it. From there the two walks
+// are the same chain to the same end, so the rest of the records, the exit, the last-sequence
+// flag and the output bytes are the last walk's (the output counted off the records passed);
+// a split walk's round after the first then parses only the sequences before its entry's chain
+// meets the guessed one, not the region.
+//
+// The new records go to the slots above the old ones; at a stop they move down to just before
+// the first old record kept, where old records passed lie, if there are that many (else the
+// walk does not stop: from a meeting point on, both walks pass as many records, so waiting
+// would not help). A walk that fills the slots above without stopping gives up stopping and
+// moves its records to the bottom (at most as many record copies as records it wrote).
+// `need` of a stopped walk covers the walked part only: the emit checks every match against its
+// output position, which is the same test (an offset larger than the bytes before a match
+// declines the block).
+CS_HD inline Lz4RegionWalk lz4_region_walk_records(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t entry,
+                                                   std::uint32_t end, Lz4RoundSeq* rec, std::uint32_t slots,
+                                                   Lz4RegionRecords* r, const Lz4RegionWalk* last) {
+  const Lz4RegionRecords old = *r;
+  bool sync = last != nullptr && !old.over && old.a1 <= slots;
+  const std::uint32_t old_n = sync ? old.a1 - old.a0 : 0, old_fail_end = sync ? last->fail_end : 0;
+  const std::uint32_t old_exit = sync ? last->exit : 0;
+  const std::uint64_t old_out = sync ? last->out : 0;
+  const bool old_last = sync && last->last;
+  std::uint32_t w0 = sync ? old.a1 : 0;  // the first slot of the new records
+  std::uint32_t j = 0, p = 0;            // the first old record not passed; new records
+  std::uint64_t o_old = 0;               // output bytes of old records before j
+  const auto stop = [&](std::uint32_t ip) {
+    if (!sync) return false;
+    while (j < old_n && rec[old.a0 + j].tok < ip) {
+      const Lz4RoundSeq& q = rec[old.a0 + j];
+      o_old += std::uint64_t{q.lit} + q.mlen;
+      ++j;
+    }
+    if (j >= old_n || (rec[old.a0 + j].tok == ip && p > old.a0 + j)) {
+      sync = false;  // the old chain ends before ip; or no room below the old record for the new ones
+      return false;
+    }
+    return rec[old.a0 + j].tok == ip && old_fail_end <= ip;
+  };
+  const auto seq = [&](std::uint32_t ip, std::uint32_t lit, std::uint32_t off, std::uint32_t mlen) {
+    if (w0 != 0 && w0 + p == slots) {  // no room above: give up stopping, move to the bottom
+      for (std::uint32_t i = 0; i < p; ++i) rec[i] = rec[w0 + i];
+      w0 = 0;
+      sync = false;
+    }
+    if (w0 + p < slots) rec[w0 + p] = Lz4RoundSeq{ip, lit, off, mlen};
+    ++p;
+  };
+  Lz4RegionWalk w = lz4_region_walk(in, in_size, entry, end, [](std::uint32_t, std::uint32_t, std::uint32_t) {},
+                                    seq, stop);
+  Lz4RegionRecords now;
+  if (w.stopped) {
+    w.exit = old_exit;
+    w.last = old_last;
+    w.out += old_out - o_old;
+    const std::uint32_t k = old.a0 + j;  // the first old record kept
+    for (std::uint32_t i = 0; i < p; ++i) rec[k - p + i] = rec[w0 + i];  // down, below the kept ones
+    now.a0 = k - p;
+    now.a1 = old.a1;
+  } else {
+    now.a0 = w0;
+    now.a1 = w0 + p;
+    now.over = w0 + p > slots;
+  }
+  now.parsed = p;
+  *r = now;
+  return w;
+}
 
 // --- the done bitmap --------------------------------------------------------------------------
 // Bits b.set(word, mask) and b.get(word): on the device an atomicOr and a volatile load (the
@@ -282,45 +355,51 @@ CS_HD inline bool lz4_region_emit(const std::uint8_t* in, std::uint32_t in_size,
   return true;
 }
 
-// The emit from the split walk's records instead of a walk: region r's n sequence records
-// seq[0, n) (its walk from its true entry kept them, Lz4SeqRecorder) decode to out[base, ...):
-// copies the literals, marks their bytes, and rewrites each match in place as a match record
-// (rec aliases seq: the k-th match is written over bytes [12k, 12k + 12), at or before the k-th
-// sequence's [16k, 16k + 16), which is loaded before). The records' loads do not depend on one
-// another, where each step of a walk waits for the bytes the last one read: `Ahead` records are
-// loaded at once. The bounds are checked as in lz4_region_emit (never broken for an accepted
-// block; false: the caller declines the block).
+// The emit from the split walk's records instead of a walk: region r's sequence records (its
+// walks from its true entry kept them: lz4_region_walk_records) decode to out[base, ...): copies
+// the literals, marks their bytes, and rewrites each match in place as a match record rec[0,
+// *count) (aliasing the slots: the m-th match is written over bytes [12m, 12m + 12), at or before
+// the bytes of the record it comes from, which is loaded before). The records' loads do not
+// depend on one another, where each step of a walk waits for the bytes the last one read:
+// `Ahead` records are loaded at once. The bounds are checked as in lz4_region_emit, and each
+// match's offset against the bytes before it (a stopped walk's `need` covers only what it
+// walked), and that the records decode to out_bytes, the region's output by its walk (the bases
+// of the regions after it were placed by that); false: the caller declines the block.
 CS_HD_TEMPLATE
 template <std::uint32_t Ahead = 4, class Bits>
 CS_HD inline bool lz4_region_emit_records(const std::uint8_t* in, std::uint32_t in_size, Lz4RoundSeq* seq,
-                                          std::uint32_t n, std::uint32_t slots, std::uint8_t* out,
-                                          std::uint32_t size, std::uint32_t base, Bits& bits, std::uint32_t* count,
-                                          const std::uint8_t* in_lo, const std::uint8_t* in_hi) {
+                                          std::uint32_t slots, const Lz4RegionRecords& r, std::uint64_t out_bytes,
+                                          std::uint8_t* out, std::uint32_t size, std::uint32_t base, Bits& bits,
+                                          std::uint32_t* count, const std::uint8_t* in_lo, const std::uint8_t* in_hi) {
   static_assert(Ahead >= 1 && Ahead <= 16, "records loaded at once");
-  if (n > slots) return false;
+  if (r.over || r.a0 > r.a1 || r.a1 > slots) return false;
   auto* rec = reinterpret_cast<Lz4RoundMatch*>(seq);
   std::uint32_t op = base, m = 0;
-  for (std::uint32_t k = 0; k < n; k += Ahead) {
-    Lz4RoundSeq q[Ahead];
+  {
+    const std::uint32_t k1 = r.a1;
+    for (std::uint32_t k = r.a0; k < k1; k += Ahead) {
+      Lz4RoundSeq q[Ahead];
 #pragma unroll
-    for (std::uint32_t j = 0; j < Ahead; ++j)
-      if (k + j < n) q[j] = seq[k + j];
+      for (std::uint32_t j = 0; j < Ahead; ++j)
+        if (k + j < k1) q[j] = seq[k + j];
 #pragma unroll
-    for (std::uint32_t j = 0; j < Ahead; ++j) {
-      if (k + j >= n) break;
-      const Lz4RoundSeq& s = q[j];
-      if (s.lit_at > in_size || s.lit > in_size - s.lit_at || s.lit > size - op) return false;
-      lz4_thread_copy(out + op, in + s.lit_at, s.lit, true, in_lo, in_hi);
-      lz4_bits_mark(bits, op, op + s.lit);
-      op += s.lit;
-      if (s.mlen == 0) continue;  // the last sequence
-      if (s.off == 0 || s.off > op || s.mlen > size - op) return false;
-      rec[m++] = Lz4RoundMatch{op, s.off, s.mlen};
-      op += s.mlen;
+      for (std::uint32_t j = 0; j < Ahead; ++j) {
+        if (k + j >= k1) break;
+        const Lz4RoundSeq& s = q[j];
+        const std::uint32_t at = lz4_seq_lit_at(s);
+        if (s.tok >= in_size || at > in_size || s.lit > in_size - at || s.lit > size - op) return false;
+        lz4_thread_copy(out + op, in + at, s.lit, true, in_lo, in_hi);
+        lz4_bits_mark(bits, op, op + s.lit);
+        op += s.lit;
+        if (s.mlen == 0) continue;  // the last sequence
+        if (s.off == 0 || s.off > op || s.mlen > size - op) return false;
+        rec[m++] = Lz4RoundMatch{op, s.off, s.mlen};
+        op += s.mlen;
+      }
     }
   }
   *count = m;
-  return true;
+  return op - base == out_bytes;  // the records' bytes are the walk's, which placed the regions after
 }
 
 // --- a round ---------------------------------------------------------------------------------

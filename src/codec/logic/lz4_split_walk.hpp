@@ -116,6 +116,8 @@ struct Lz4RegionWalk {
   bool last = false;        // it holds the block's last sequence
   bool ok = true;           // every sequence passed the checks that need no output position
                             // (where one fails, the walk goes on from the next byte: see below)
+  bool stopped = false;     // the walk's stop callback ended it at `exit` (before the region's end)
+  std::uint32_t fail_end = 0;  // 1 + the token position of its last failed check (0: none)
 };
 
 // Walks the sequences of block in[0, in_size) whose tokens lie in [entry, end) (end <= in_size),
@@ -128,14 +130,16 @@ struct Lz4RegionWalk {
 // region walk from it; a walk that stopped instead would hand its successor no entry, and that
 // would travel one region a round (measured on a 4 MiB climate chunk: seven rounds, not two).
 // Each step takes at least one input byte, so the walk ends after at most end - entry steps.
-// seq(lit_at, lit, off, mlen) is called for each sequence that passed its checks, in order:
-// its literals are in[lit_at, lit_at + lit), then a match of mlen bytes (kLz4MinMatch counted)
-// at offset off; the block's last sequence has off = mlen = 0. (The rounds path keeps these as
-// records, so that its emit reads them instead of parsing the region a third time.)
+// seq(ip, lit, off, mlen) is called for each sequence that passed its checks, in order: its
+// token at ip, lit literals, then a match of mlen bytes (kLz4MinMatch counted) at offset off;
+// the block's last sequence has off = mlen = 0. stop(ip), asked before each token is read, ends
+// the walk there where it returns true (`stopped`, exit = ip). (The rounds path keeps the
+// sequences as records, so that its emit reads them instead of parsing the region a third time,
+// and stops a walk where it meets the chain its last walk recorded.)
 CS_HD_TEMPLATE
-template <class Mark, class Seq>
+template <class Mark, class Seq, class Stop>
 CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t entry,
-                                           std::uint32_t end, Mark&& mark, Seq&& seq) {
+                                           std::uint32_t end, Mark&& mark, Seq&& seq, Stop&& stop) {
   Lz4RegionWalk w;
   std::uint32_t ip = entry;
   std::uint64_t o = 0;
@@ -144,6 +148,10 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
     if (off > at && off - at > w.need) w.need = static_cast<std::uint32_t>(off - at);
   };
   while (ip < end) {
+    if (stop(ip)) {
+      w.stopped = true;
+      break;
+    }
 #if defined(__CUDA_ARCH__)
     // A GPU thread walks its region alone, one dependent load after another, each a DRAM miss
     // the first time its line is touched: the line kLz4SplitPrefetch bytes ahead goes to L2 now
@@ -158,11 +166,12 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
       // not the block's last sequence: offset and one more byte lie inside the block
       if (f.off == 0) {
         w.ok = false;
+        w.fail_end = ip + 1;
         ++ip;
         continue;
       }
       need(f.off, o + f.lit);
-      seq(ip + f.head, f.lit, f.off, f.mlen);
+      seq(ip, f.lit, f.off, f.mlen);
       o += f.lit + f.mlen;
       ip += f.size;
       continue;
@@ -172,11 +181,10 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
     const std::uint8_t token = in[p++];
     std::size_t lit = token >> 4, off = 0, match = token & 15u;
     bool good = !(lit == 15 && !lz4_read_length_ext(in, in_size, &p, &lit)) && lit <= in_size - p;
-    const auto lit_at = static_cast<std::uint32_t>(p);
     if (good) {
       p += lit;
       if (p == in_size) {  // the last sequence: literals only
-        seq(static_cast<std::uint32_t>(p - lit), static_cast<std::uint32_t>(lit), 0u, 0u);
+        seq(ip, static_cast<std::uint32_t>(lit), 0u, 0u);
         o += lit;
         w.last = true;
         ip = in_size;
@@ -194,11 +202,12 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
       // that fails at the block's end is read once, not again from each of its bytes (a block
       // of 255s would otherwise cost a region's thread region x block bytes)
       w.ok = false;
+      w.fail_end = ip + 1;
       ip = p > ip + 1 ? static_cast<std::uint32_t>(p) : ip + 1;
       continue;
     }
     need(off, o + lit);
-    seq(lit_at, static_cast<std::uint32_t>(lit), static_cast<std::uint32_t>(off),
+    seq(ip, static_cast<std::uint32_t>(lit), static_cast<std::uint32_t>(off),
         static_cast<std::uint32_t>(match + kLz4MinMatch));
     o += lit + match + kLz4MinMatch;
     ip = static_cast<std::uint32_t>(p);
@@ -208,12 +217,14 @@ CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t
   w.marks = m.count;
   return w;
 }
-// The walk without a sequence callback.
+// The walk without sequence or stop callbacks.
 CS_HD_TEMPLATE
 template <class Mark>
 CS_HD inline Lz4RegionWalk lz4_region_walk(const std::uint8_t* in, std::uint32_t in_size, std::uint32_t entry,
                                            std::uint32_t end, Mark&& mark) {
-  return lz4_region_walk(in, in_size, entry, end, mark, [](std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t) {});
+  return lz4_region_walk(
+      in, in_size, entry, end, mark, [](std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t) {},
+      [](std::uint32_t) { return false; });
 }
 
 // Step 3's test over the regions' walks at the fixed point, in order: returns false where the
@@ -243,15 +254,16 @@ CS_HD inline bool lz4_split_accepts(const Lz4RegionWalk* w, std::uint32_t region
 // exits at once and walks the regions whose entry moved. Returns true at a fixed point (entry
 // and w then hold the true entries and their walks); *rounds: the rounds after the first that
 // walked.
+// walk(r, entry, last) walks region r from `entry` (last: its walk before, nullptr in round 0);
+// without it, lz4_region_walk.
+template <class Walk>
 inline bool lz4_split_fixed_point_host(const std::uint8_t* in, std::uint32_t in_size, const Lz4SplitShape& shape,
                                        std::vector<std::uint32_t>& entry, std::vector<Lz4RegionWalk>& w,
-                                       std::uint32_t* rounds) {
+                                       std::uint32_t* rounds, Walk&& walk) {
   const std::uint32_t n = shape.regions;
-  const auto none = [](std::uint32_t, std::uint32_t, std::uint32_t) {};
   std::vector<std::uint32_t> next(n);
   w.resize(n);
-  for (std::uint32_t r = 0; r < n; ++r)
-    w[r] = lz4_region_walk(in, in_size, entry[r], lz4_split_end(shape, r, in_size), none);
+  for (std::uint32_t r = 0; r < n; ++r) w[r] = walk(r, entry[r], static_cast<const Lz4RegionWalk*>(nullptr));
   bool fixed = false;
   *rounds = 0;
   for (std::uint32_t round = 1; round <= kLz4SplitRounds && !fixed; ++round) {
@@ -261,11 +273,21 @@ inline bool lz4_split_fixed_point_host(const std::uint8_t* in, std::uint32_t in_
       if (next[r] == entry[r]) continue;
       fixed = false;
       entry[r] = next[r];
-      w[r] = lz4_region_walk(in, in_size, entry[r], lz4_split_end(shape, r, in_size), none);
+      const Lz4RegionWalk before = w[r];
+      w[r] = walk(r, entry[r], &before);
     }
     if (!fixed) *rounds = round;
   }
   return fixed;
+}
+inline bool lz4_split_fixed_point_host(const std::uint8_t* in, std::uint32_t in_size, const Lz4SplitShape& shape,
+                                       std::vector<std::uint32_t>& entry, std::vector<Lz4RegionWalk>& w,
+                                       std::uint32_t* rounds) {
+  const auto none = [](std::uint32_t, std::uint32_t, std::uint32_t) {};
+  return lz4_split_fixed_point_host(in, in_size, shape, entry, w, rounds,
+                                    [&](std::uint32_t r, std::uint32_t from, const Lz4RegionWalk*) {
+                                      return lz4_region_walk(in, in_size, from, lz4_split_end(shape, r, in_size), none);
+                                    });
 }
 
 template <class Mark>

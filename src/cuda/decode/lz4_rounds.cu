@@ -7,7 +7,10 @@
 //     predecessors' exits until no entry moves (at most kLz4SplitRounds), and thread 0's test
 //     that the serial decoder would accept the block, with each region's output base;
 //  2. the bitmap zeroed by the block, then each thread's emit walk: its literals copied and
-//     marked, its matches kept in its slots of the pool;
+//     marked, its matches kept in its slots of the pool (with CUBESTREAM_LZ4_ROUNDS_WALK=records
+//     the split walk's walks keep their sequences in the slots, a walk after the first stops
+//     where it meets its region's last recorded chain, and the emit reads the records instead of
+//     walking: logic::lz4_region_walk_records, lz4_region_emit_records);
 //  3. rounds: each thread copies its pending matches whose source bytes are marked, fences at
 //     block scope (its copy before its marks), and marks them; a reader fences after the marks it
 //     tested and before it reads. A block barrier ends each round, so a round sees every copy of
@@ -105,11 +108,12 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     // this thread's slots: match records, or (s.records) the sequence records its walks keep
     std::uint8_t* const slot = s.pool + at + std::size_t{t} * slots * logic::lz4_rounds_slot_bytes(s.records);
     auto* const seq = reinterpret_cast<logic::Lz4RoundSeq*>(slot);
-    std::uint32_t seqs = 0;
-    const auto walk_from = [&](std::uint32_t from) {
+    logic::Lz4RegionRecords kept;
+    // (walk[t], read before it is written: this thread's walk before, for a walk that stops where
+    // it meets that walk's chain)
+    const auto walk_from = [&](std::uint32_t from, const logic::Lz4RegionWalk* last) {
       if (!s.records) return logic::lz4_region_walk(in, in_n, from, end, none);
-      seqs = 0;  // a walk again keeps its own records only
-      return logic::lz4_region_walk(in, in_n, from, end, none, logic::Lz4SeqRecorder{seq, slots, &seqs});
+      return logic::lz4_region_walk_records(in, in_n, from, end, seq, slots, &kept, last);
     };
 
     [[maybe_unused]] long long c0 = 0, c1 = 0, cf = 0, c2 = 0, c3 = 0;
@@ -117,7 +121,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     // 1. the split walk
     if (mine) {
       entry[t] = logic::lz4_rounds_guess_start(shape, t, in_n);
-      walk[t] = walk_from(entry[t]);
+      walk[t] = walk_from(entry[t], nullptr);
     }
     bool fixed = false;
     std::uint32_t walk_rounds = 0;
@@ -130,7 +134,8 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
       __syncthreads();  // every thread read its predecessor's exit before any walks again
       if (changed) {
         entry[t] = next;
-        walk[t] = walk_from(next);
+        const logic::Lz4RegionWalk before = walk[t];
+        walk[t] = walk_from(next, &before);
       }
       if (__syncthreads_or(changed) == 0) {
         fixed = true;
@@ -155,8 +160,9 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     std::uint32_t count = 0;
     bool ok = true;
     if (mine && s.records)
-      ok = logic::lz4_region_emit_records(in, in_n, seq, seqs, slots, dst, static_cast<std::uint32_t>(size),
-                                          static_cast<std::uint32_t>(base[t]), bits, &count, src, src + src_n);
+      ok = logic::lz4_region_emit_records(in, in_n, seq, slots, kept, walk[t].out, dst,
+                                          static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(base[t]), bits,
+                                          &count, src, src + src_n);
     else if (mine)
       ok = logic::lz4_region_emit(in, in_n, entry[t], end, dst, static_cast<std::uint32_t>(size),
                                   static_cast<std::uint32_t>(base[t]), bits, rec, slots, &count, src, src + src_n);
