@@ -3,8 +3,9 @@
 # readiness"): a build with -DCS_LZ4_ROUNDS_CLOCKS=1 (build-rclk/, gpu_decode_bench only), whose
 # kernel prints the phases' cycles of every 16th buffer (split walk's first walk, its later
 # rounds, bitmap and emit walks, the rounds and their count), run with CUBESTREAM_LZ4_PATH=rounds
-# on each bench case of CASES (CS_BENCH_CASE texts, ';'-separated) -> $OUT/clocks_<n>.log, and
-# per case the medians of each phase -> $OUT/clocks.md.
+# on each bench case of CASES (CS_BENCH_CASE texts, ';'-separated), with each emit of WALKS
+# (default "walk records": the emit walk, and CUBESTREAM_LZ4_ROUNDS_WALK=records) ->
+# $OUT/clocks_<n>.log, and per case and emit the medians of each phase -> $OUT/clocks.md.
 #
 #   OUT=/empty/dir CASES="synth_721x1440 x256 / lz4;era5_4MiB x256 / lz4" bash bench/lz4_rounds_clocks.sh
 set -uo pipefail
@@ -18,10 +19,12 @@ cmake -S . -B build-rclk -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBESTREAM_CUDA=O
 IFS=';' read -r -a cases <<<"$CASES"
 k=0
 for c in "${cases[@]}"; do
-  k=$((k + 1))
-  echo "## $c" >"$OUT/clocks_$k.log"
-  CUBESTREAM_LZ4_PATH=rounds CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_CASE="$c" \
-    timeout 120 build-rclk/gpu_decode_bench >>"$OUT/clocks_$k.log" 2>&1
+  for walk in ${WALKS:-walk records}; do
+    k=$((k + 1))
+    echo "## $c, emit: $walk" >"$OUT/clocks_$k.log"
+    CUBESTREAM_LZ4_PATH=rounds CUBESTREAM_LZ4_ROUNDS_WALK=$walk CS_BENCH_CODEC=lz4 CS_BENCH_REPEAT=1 CS_BENCH_CASE="$c" \
+      timeout 120 build-rclk/gpu_decode_bench >>"$OUT/clocks_$k.log" 2>&1
+  done
 done
 /usr/bin/python3 - "$OUT"/clocks_*.log <<'PY' | tee "$OUT/clocks.md"
 import re, statistics, sys
