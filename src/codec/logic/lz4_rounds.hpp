@@ -154,10 +154,12 @@ struct Lz4RegionRecords {
 // meets the guessed one, not the region.
 //
 // The new records go to the slots above the old ones; at a stop they move down to just before
-// the first old record kept, where old records passed lie, if there are that many (else the
-// walk does not stop: from a meeting point on, both walks pass as many records, so waiting
-// would not help). A walk that fills the slots above without stopping gives up stopping and
-// moves its records to the bottom (at most as many record copies as records it wrote).
+// the first old record kept, where old records passed lie, if there are that many; else the
+// kept old records are copied up after the new ones (a pass of independent loads, cheaper than
+// the parse it saves), where the slots hold them; else the walk does not stop (from a meeting
+// point on, both walks pass as many records, so waiting would not help). A walk that fills the
+// slots above without stopping gives up stopping and moves its records to the bottom (at most
+// as many record copies as records it wrote).
 // `need` of a stopped walk covers the walked part only: the emit checks every match against its
 // output position, which is the same test (an offset larger than the bytes before a match
 // declines the block).
@@ -180,11 +182,14 @@ CS_HD inline Lz4RegionWalk lz4_region_walk_records(const std::uint8_t* in, std::
       o_old += std::uint64_t{q.lit} + q.mlen;
       ++j;
     }
-    if (j >= old_n || (rec[old.a0 + j].tok == ip && p > old.a0 + j)) {
-      sync = false;  // the old chain ends before ip; or no room below the old record for the new ones
+    if (j >= old_n) {  // the old chain ends before ip
+      sync = false;
       return false;
     }
-    return rec[old.a0 + j].tok == ip && old_fail_end <= ip;
+    if (rec[old.a0 + j].tok != ip || old_fail_end > ip) return false;
+    if (p <= old.a0 + j || w0 + p + (old_n - j) <= slots) return true;
+    sync = false;  // no room below the first old record kept, nor for the kept ones above
+    return false;
   };
   const auto seq = [&](std::uint32_t ip, std::uint32_t lit, std::uint32_t off, std::uint32_t mlen) {
     if (w0 != 0 && w0 + p == slots) {  // no room above: give up stopping, move to the bottom
@@ -203,9 +208,15 @@ CS_HD inline Lz4RegionWalk lz4_region_walk_records(const std::uint8_t* in, std::
     w.last = old_last;
     w.out += old_out - o_old;
     const std::uint32_t k = old.a0 + j;  // the first old record kept
-    for (std::uint32_t i = 0; i < p; ++i) rec[k - p + i] = rec[w0 + i];  // down, below the kept ones
-    now.a0 = k - p;
-    now.a1 = old.a1;
+    if (p <= k) {
+      for (std::uint32_t i = 0; i < p; ++i) rec[k - p + i] = rec[w0 + i];  // down, below the kept ones
+      now.a0 = k - p;
+      now.a1 = old.a1;
+    } else {
+      for (std::uint32_t i = k; i < old.a1; ++i) rec[w0 + p + (i - k)] = rec[i];  // the kept ones up, after the new
+      now.a0 = w0;
+      now.a1 = w0 + p + (old.a1 - k);
+    }
   } else {
     now.a0 = w0;
     now.a1 = w0 + p;

@@ -106,7 +106,8 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     const std::uint32_t end = logic::lz4_split_end(shape, t, in_n);
     const std::uint32_t slots = logic::lz4_rounds_region_slots(shape);
     // this thread's slots: match records, or (s.records) the sequence records its walks keep
-    std::uint8_t* const slot = s.pool + at + std::size_t{t} * slots * logic::lz4_rounds_slot_bytes(s.records);
+    std::uint8_t* const slot =
+        mine ? s.pool + at + std::size_t{t} * slots * logic::lz4_rounds_slot_bytes(s.records) : nullptr;
     auto* const seq = reinterpret_cast<logic::Lz4RoundSeq*>(slot);
     logic::Lz4RegionRecords kept;
     // (walk[t], read before it is written: this thread's walk before, for a walk that stops where

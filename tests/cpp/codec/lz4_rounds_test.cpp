@@ -88,8 +88,9 @@ TEST(Lz4Rounds, QuantisedFieldOfFourMebibytesTakesFewRounds) {
     const Buf enc = liblz4_block(src, level);
     for (int form = 0; form < 4; ++form) {
       const bool last_first = form % 2 == 1;  // batches of 8 records a test (the default) or 1
-      const Rounds r = form < 2 ? rounds_decode(enc, src.size(), logic::kLz4RoundsRegionMin, last_first)
-                                : rounds_decode<1>(enc, src.size(), logic::kLz4RoundsRegionMin, last_first);
+      const bool records = level == 9;  // the emit from the walks' sequence records
+      const Rounds r = form < 2 ? rounds_decode(enc, src.size(), logic::kLz4RoundsRegionMin, last_first, records)
+                                : rounds_decode<1>(enc, src.size(), logic::kLz4RoundsRegionMin, last_first, records);
       ASSERT_TRUE(r.run.accepted) << level;
       EXPECT_EQ(r.run.regions, logic::kLz4SplitMaxRegions);
       ASSERT_TRUE(r.bytes == src) << level;
@@ -124,6 +125,10 @@ TEST(Lz4Rounds, TakeNoBlockTheSerialDecoderRefuses) {
       const bool records = trial % 16 < 8;  // the emit from sequence records, or walking again
       const Rounds r = trial % 8 < 4 ? rounds_decode(bad, size, region, trial % 4 < 2, records)
                                      : rounds_decode<1>(bad, size, region, trial % 4 < 2, records);
+      // the other emit takes the same blocks (an offset past a stopped walk's part is refused by
+      // the records' emit where the emit walk's split walk refuses it)
+      ASSERT_EQ(rounds_decode(bad, size, region, trial % 4 < 2, !records).run.accepted, r.run.accepted)
+          << "trial " << trial;
       if (!r.run.accepted) continue;
       ASSERT_EQ(want, DecodeStatus::kOk) << "trial " << trial;
       Buf ref(size);
@@ -165,6 +170,93 @@ TEST(Lz4Rounds, ThreadCopyMatchesAByteLoop) {
       }
     }
   }
+}
+
+// The records walk (lz4_region_walk_records) against a plain walk from the same entry: chains
+// of up to six walks of a region, each from a random byte, from a token the last walk parsed or
+// from a few bytes before one (so that many stop where they meet the last chain, with the new
+// records moved down, the kept ones moved up, or no room), with slots from a handful to the
+// bound, of valid, damaged and 0xFF-run blocks: the same exit, output bytes, last flag, checks
+// and failure end, a need no larger (the same where the walk did not stop), and exactly the
+// plain walk's records in order in the run (or `over` where they do not fit); the literal start
+// of each record is where a parse of its token puts it.
+TEST(Lz4Rounds, RecordWalksKeepThePlainWalksSequences) {
+  struct Plain {
+    logic::Lz4RegionWalk w;
+    std::vector<logic::Lz4RoundSeq> seqs;
+  };
+  const auto no_mark = [](std::uint32_t, std::uint32_t, std::uint32_t) {};
+  std::mt19937 rng(17);
+  std::size_t stops = 0, walks = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const std::size_t n_src = 16 + rng() % 3000;
+    const int kind = static_cast<int>(rng() % 3);
+    Buf src = kind == 0 ? quantised_bytes(n_src) : kind == 1 ? climate_bytes(n_src) : random_bytes(n_src, rng());
+    if (trial % 7 == 0)
+      for (auto& b : src) b = static_cast<std::uint8_t>(rng() % 4);
+    Buf enc = liblz4_block(src, trial % 2 == 0 ? 0 : 9);
+    const int flips = static_cast<int>(rng() % 3);
+    for (int f = 0; f < flips; ++f) enc[rng() % enc.size()] = trial % 3 == 0 ? 0xFF : static_cast<std::uint8_t>(rng());
+    const auto n = static_cast<std::uint32_t>(enc.size());
+    const std::uint32_t begin = rng() % n, end = trial % 4 == 0 ? n : begin + 1 + rng() % (n - begin);
+    const std::uint32_t bytes = end - begin;
+    const std::uint32_t slots = trial % 3 == 0 ? 1 + rng() % (bytes / 3 + 1) : bytes / 3 + 1 + rng() % 3;
+    std::vector<logic::Lz4RoundSeq> rec(slots, logic::Lz4RoundSeq{~0u, ~0u, ~0u, ~0u});
+    logic::Lz4RegionRecords kept;
+    logic::Lz4RegionWalk last{};
+    std::vector<logic::Lz4RoundSeq> prev;
+    const int chain = 1 + static_cast<int>(rng() % 6);
+    for (int k = 0; k < chain; ++k) {
+      std::uint32_t e = begin + rng() % (bytes + 2);
+      if (!prev.empty() && rng() % 3 != 0) {
+        const std::uint32_t t = prev[rng() % prev.size()].tok, back = rng() % 8;
+        e = rng() % 2 == 0 ? t : t >= begin + back ? t - back : begin;
+      }
+      e = std::min(e, n);
+      Plain plain;
+      plain.w = logic::lz4_region_walk(
+          enc.data(), n, e, end, no_mark,
+          [&](std::uint32_t ip, std::uint32_t lit, std::uint32_t off, std::uint32_t mlen) {
+            plain.seqs.push_back(logic::Lz4RoundSeq{ip, lit, off, mlen});
+          },
+          [](std::uint32_t) { return false; });
+      const logic::Lz4RegionWalk w =
+          logic::lz4_region_walk_records(enc.data(), n, e, end, rec.data(), slots, &kept, k == 0 ? nullptr : &last);
+      const std::string what = "trial " + std::to_string(trial) + " walk " + std::to_string(k);
+      ++walks;
+      stops += w.stopped;
+      ASSERT_EQ(w.exit, plain.w.exit) << what;
+      ASSERT_EQ(w.out, plain.w.out) << what;
+      ASSERT_EQ(w.last, plain.w.last) << what;
+      ASSERT_EQ(w.ok, plain.w.ok) << what;
+      ASSERT_EQ(w.fail_end, plain.w.fail_end) << what;
+      ASSERT_LE(w.need, plain.w.need) << what;
+      if (!w.stopped) ASSERT_EQ(w.need, plain.w.need) << what;
+      ASSERT_EQ(kept.over, plain.seqs.size() > slots) << what;
+      if (!kept.over) {
+        ASSERT_LE(kept.a0, kept.a1) << what;
+        ASSERT_LE(kept.a1, slots) << what;
+        ASSERT_EQ(kept.a1 - kept.a0, plain.seqs.size()) << what;
+        for (std::size_t i = 0; i < plain.seqs.size(); ++i) {
+          const logic::Lz4RoundSeq a = rec[kept.a0 + i], b = plain.seqs[i];
+          ASSERT_TRUE(a.tok == b.tok && a.lit == b.lit && a.off == b.off && a.mlen == b.mlen) << what << " record " << i;
+          std::size_t at = b.tok + 1, lit = enc[b.tok] >> 4;
+          if (lit == 15) {
+            std::uint8_t more;
+            do {
+              more = enc[at++];
+              lit += more;
+            } while (more == 255);
+          }
+          ASSERT_EQ(logic::lz4_seq_lit_at(b), at) << what << " record " << i;
+          ASSERT_EQ(b.lit, lit) << what << " record " << i;
+        }
+      }
+      last = w;
+      prev = plain.seqs;
+    }
+  }
+  EXPECT_GT(stops * 5, walks);  // the stops are exercised, not only full walks
 }
 
 // The done bitmap: marks over every range of a 200-byte span set exactly those bits, and the
