@@ -249,6 +249,16 @@ std::uint32_t lz4_split_region_from_env() {
   return static_cast<std::uint32_t>(std::clamp<long long>(v, codec::logic::kLz4SplitRegionFloor, 1ll << 30));
 }
 
+// The rounds path's smallest buffer: CUBESTREAM_LZ4_ROUNDS_MIN=N leaves buffers that decode to
+// fewer than N bytes to the ring kernel (a 64 KiB block gets 16 of the rounds kernel's 256
+// threads, so the mixed batch's small buffers may decode faster there); unset or 0, none.
+std::uint64_t lz4_rounds_min_from_env() {
+  const char* env = std::getenv("CUBESTREAM_LZ4_ROUNDS_MIN");
+  if (env == nullptr || *env == '\0') return 0;
+  const long long v = std::strtoll(env, nullptr, 10);  // (not strtoul: "-1" would wrap around)
+  return v <= 0 ? 0 : static_cast<std::uint64_t>(v);
+}
+
 unsigned lz4_ring_blocks() {
   const int sms = multiprocessor_count();
   int per_sm = 0;
@@ -536,9 +546,10 @@ void batch_decode(BatchCodec codec, const DeviceBatch& batch, void* scratch, std
         // the rounds path where the scratch holds its fixed part; what it declines (or all,
         // where the scratch is too small) goes to the ring kernel after it
         bool fits = false;
-        const detail::Lz4RoundsScratch rs = detail::lz4_rounds_scratch(
+        detail::Lz4RoundsScratch rs = detail::lz4_rounds_scratch(
             static_cast<std::uint8_t*>(scratch) + fixed, scratch_bytes - fixed, batch.num_buffers,
             lz4_rounds_records_from_env(), &fits);
+        rs.min_bytes = lz4_rounds_min_from_env();
         if (fits) detail::lz4_rounds_enqueue(batch, order, rs, stream);
         const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>(batch.num_buffers, lz4_ring_blocks()));
         lz4_ring_kernel<<<blocks, detail::kLz4Threads, kLz4RingSmem, stream>>>(

@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kRoundsThreads) lz4_rounds_kernel(DeviceBatch 
     const std::size_t src_n = b.src_bytes[i], size = b.dst_bytes[i];
     std::uint8_t* dst = b.dst[i];
     // the header and the shape, the same on every thread
-    bool go = src_n >= logic::kLz4NumcodecsHeader + 1 && size < (std::size_t{1} << 32) - 1 &&
+    bool go = src_n >= logic::kLz4NumcodecsHeader + 1 && size >= s.min_bytes && size < (std::size_t{1} << 32) - 1 &&
               src_n - logic::kLz4NumcodecsHeader < (std::size_t{1} << 32) - 1;
     if (go) {
       const std::size_t header = static_cast<std::size_t>(src[0]) | (static_cast<std::size_t>(src[1]) << 8) |

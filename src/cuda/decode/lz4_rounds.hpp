@@ -3,9 +3,9 @@
 // checks the block and finds the regions' entries, each thread copies its region's literals and
 // keeps its matches, and in rounds each thread copies the matches whose source bytes are done.
 // Buffers the path declines (a header that does not match, blocks larger than their output or
-// of 4 GiB or more, no fixed point, damage, too many rounds, no room left in the scratch) are
-// listed for the ring kernel (batch_decode.cu), which runs after it and gives them the serial
-// decoder's status. Off by default: CUBESTREAM_LZ4_PATH=rounds asks for it.
+// of 4 GiB or more, outputs below min_bytes, no fixed point, damage, too many rounds, no room
+// left in the scratch) are listed for the ring kernel (batch_decode.cu), which runs after it and
+// gives them the serial decoder's status. Off by default: CUBESTREAM_LZ4_PATH=rounds asks for it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -27,6 +27,8 @@ struct Lz4RoundsScratch {
   std::uint32_t region_min;     // the split walk's smallest region (CUBESTREAM_LZ4_ROUNDS_REGION)
   bool records;                 // the walks keep sequence records and the emit reads them instead
                                 // of walking again (CUBESTREAM_LZ4_ROUNDS_WALK=records)
+  std::uint64_t min_bytes;      // buffers decoding to fewer bytes are left to the ring kernel
+                                // (CUBESTREAM_LZ4_ROUNDS_MIN; 0: none)
 };
 
 // Scratch bytes for n buffers decoding to total_decoded bytes: 256 bytes of counters, the list,

@@ -388,6 +388,7 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     const char* split_region;
     const char* matches;
     const char* rounds_walk = nullptr;
+    const char* rounds_min = nullptr;
   } settings[] = {
       {"the default: segments, the walks and the workers in one kernel, dense blocks to the ring kernel", nullptr, 0,
        nullptr, nullptr, nullptr},
@@ -415,7 +416,9 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
       {"the rounds path, the emit from the walks' sequence records", "rounds", 0, nullptr, nullptr, nullptr,
        "records"},
       {"the rounds path, sequence records, scratch for its fixed part and little more", "rounds", short_scratch,
-       nullptr, nullptr, nullptr, "records"}};
+       nullptr, nullptr, nullptr, "records"},
+      {"the rounds path, sequence records, buffers below 1 MiB to the ring kernel", "rounds", 0, nullptr, nullptr,
+       nullptr, "records", "1048576"}};
   for (const auto& setting : settings) {
     SCOPED_TRACE(setting.what);
     if (setting.path != nullptr) setenv("CUBESTREAM_LZ4_PATH", setting.path, 1);
@@ -423,8 +426,10 @@ TEST(GpuBatch, Lz4SegmentsRingAndAShortScratchMatchTheHostLogic) {
     if (setting.split_region != nullptr) setenv("CUBESTREAM_LZ4_SPLIT_REGION", setting.split_region, 1);
     if (setting.matches != nullptr) setenv("CUBESTREAM_LZ4_MATCHES", setting.matches, 1);
     if (setting.rounds_walk != nullptr) setenv("CUBESTREAM_LZ4_ROUNDS_WALK", setting.rounds_walk, 1);
+    if (setting.rounds_min != nullptr) setenv("CUBESTREAM_LZ4_ROUNDS_MIN", setting.rounds_min, 1);
     Batch b(enc, sizes, 3, 5);
     b.decode(cuda::BatchCodec::kLz4, setting.scratch);
+    unsetenv("CUBESTREAM_LZ4_ROUNDS_MIN");
     unsetenv("CUBESTREAM_LZ4_ROUNDS_WALK");
     unsetenv("CUBESTREAM_LZ4_PATH");
     unsetenv("CUBESTREAM_LZ4_WALK");
