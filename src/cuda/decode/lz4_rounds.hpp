@@ -24,7 +24,8 @@ struct Lz4RoundsScratch {
   std::uint32_t* ring_list;     // N
   std::uint8_t* pool;           // records and bitmaps, handed out per buffer (16-byte aligned)
   unsigned long long pool_bytes;
-  std::uint32_t region_min;     // the split walk's smallest region (CUBESTREAM_LZ4_ROUNDS_REGION)
+  std::uint32_t region_min;     // the split walk's smallest region (kLz4RoundsRegionMin; tests
+                                // set it lower to cut small blocks into many regions)
   bool records;                 // the walks keep sequence records and the emit reads them instead
                                 // of walking again (CUBESTREAM_LZ4_ROUNDS_WALK=records)
   std::uint64_t min_bytes;      // buffers decoding to fewer bytes are left to the ring kernel
