@@ -386,27 +386,24 @@ CS_HD inline bool lz4_region_emit_records(const std::uint8_t* in, std::uint32_t 
   if (r.over || r.a0 > r.a1 || r.a1 > slots) return false;
   auto* rec = reinterpret_cast<Lz4RoundMatch*>(seq);
   std::uint32_t op = base, m = 0;
-  {
-    const std::uint32_t k1 = r.a1;
-    for (std::uint32_t k = r.a0; k < k1; k += Ahead) {
-      Lz4RoundSeq q[Ahead];
+  for (std::uint32_t k = r.a0; k < r.a1; k += Ahead) {
+    Lz4RoundSeq q[Ahead];
 #pragma unroll
-      for (std::uint32_t j = 0; j < Ahead; ++j)
-        if (k + j < k1) q[j] = seq[k + j];
+    for (std::uint32_t j = 0; j < Ahead; ++j)
+      if (k + j < r.a1) q[j] = seq[k + j];
 #pragma unroll
-      for (std::uint32_t j = 0; j < Ahead; ++j) {
-        if (k + j >= k1) break;
-        const Lz4RoundSeq& s = q[j];
-        const std::uint32_t at = lz4_seq_lit_at(s);
-        if (s.tok >= in_size || at > in_size || s.lit > in_size - at || s.lit > size - op) return false;
-        lz4_thread_copy(out + op, in + at, s.lit, true, in_lo, in_hi);
-        lz4_bits_mark(bits, op, op + s.lit);
-        op += s.lit;
-        if (s.mlen == 0) continue;  // the last sequence
-        if (s.off == 0 || s.off > op || s.mlen > size - op) return false;
-        rec[m++] = Lz4RoundMatch{op, s.off, s.mlen};
-        op += s.mlen;
-      }
+    for (std::uint32_t j = 0; j < Ahead; ++j) {
+      if (k + j >= r.a1) break;
+      const Lz4RoundSeq& s = q[j];
+      const std::uint32_t at = lz4_seq_lit_at(s);
+      if (s.tok >= in_size || at > in_size || s.lit > in_size - at || s.lit > size - op) return false;
+      lz4_thread_copy(out + op, in + at, s.lit, true, in_lo, in_hi);
+      lz4_bits_mark(bits, op, op + s.lit);
+      op += s.lit;
+      if (s.mlen == 0) continue;  // the last sequence
+      if (s.off == 0 || s.off > op || s.mlen > size - op) return false;
+      rec[m++] = Lz4RoundMatch{op, s.off, s.mlen};
+      op += s.mlen;
     }
   }
   *count = m;

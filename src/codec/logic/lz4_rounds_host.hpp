@@ -62,7 +62,7 @@ inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t
   for (std::uint32_t r = 0; r < n; ++r) entry[r] = lz4_rounds_guess_start(shape, r, in_size);
   const bool fixed =
       records ? lz4_split_fixed_point_host(
-                    in, in_size, shape, entry, w, &run.walk_rounds,
+                    shape, entry, w, &run.walk_rounds,
                     [&](std::uint32_t r, std::uint32_t from, const Lz4RegionWalk* last) {
                       const Lz4RegionWalk rw = lz4_region_walk_records(
                           in, in_size, from, lz4_split_end(shape, r, in_size),
@@ -70,7 +70,7 @@ inline Lz4RoundsRun lz4_rounds_decode_host(const std::uint8_t* in, std::uint32_t
                       run.parsed += kept[r].parsed;
                       return rw;
                     })
-              : lz4_split_fixed_point_host(in, in_size, shape, entry, w, &run.walk_rounds,
+              : lz4_split_fixed_point_host(shape, entry, w, &run.walk_rounds,
                                            [&](std::uint32_t r, std::uint32_t from, const Lz4RegionWalk*) {
                                              return lz4_region_walk(
                                                  in, in_size, from, lz4_split_end(shape, r, in_size),

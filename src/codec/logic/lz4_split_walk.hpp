@@ -257,9 +257,8 @@ CS_HD inline bool lz4_split_accepts(const Lz4RegionWalk* w, std::uint32_t region
 // walk(r, entry, last) walks region r from `entry` (last: its walk before, nullptr in round 0);
 // without it, lz4_region_walk.
 template <class Walk>
-inline bool lz4_split_fixed_point_host(const std::uint8_t* in, std::uint32_t in_size, const Lz4SplitShape& shape,
-                                       std::vector<std::uint32_t>& entry, std::vector<Lz4RegionWalk>& w,
-                                       std::uint32_t* rounds, Walk&& walk) {
+inline bool lz4_split_fixed_point_host(const Lz4SplitShape& shape, std::vector<std::uint32_t>& entry,
+                                       std::vector<Lz4RegionWalk>& w, std::uint32_t* rounds, Walk&& walk) {
   const std::uint32_t n = shape.regions;
   std::vector<std::uint32_t> next(n);
   w.resize(n);
@@ -284,7 +283,7 @@ inline bool lz4_split_fixed_point_host(const std::uint8_t* in, std::uint32_t in_
                                        std::vector<std::uint32_t>& entry, std::vector<Lz4RegionWalk>& w,
                                        std::uint32_t* rounds) {
   const auto none = [](std::uint32_t, std::uint32_t, std::uint32_t) {};
-  return lz4_split_fixed_point_host(in, in_size, shape, entry, w, rounds,
+  return lz4_split_fixed_point_host(shape, entry, w, rounds,
                                     [&](std::uint32_t r, std::uint32_t from, const Lz4RegionWalk*) {
                                       return lz4_region_walk(in, in_size, from, lz4_split_end(shape, r, in_size), none);
                                     });

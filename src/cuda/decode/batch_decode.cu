@@ -214,6 +214,14 @@ bool env_equals(const char* name, const char* value) {
   const char* env = std::getenv(name);
   return env != nullptr && std::string(env) == value;
 }
+// A positive integer setting: 0 where unset, empty or not positive (read with strtoll, not
+// strtoul, so that "-1" does not wrap around).
+long long env_positive(const char* name) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return 0;
+  const long long v = std::strtoll(env, nullptr, 10);
+  return v <= 0 ? 0 : v;
+}
 
 // The segments' ready pass for numcodecs lz4 (codec/logic/lz4_match_bits.hpp: matches whose
 // bytes are final go before the segment waits for the one before), off by default: on the H200
@@ -242,10 +250,8 @@ bool lz4_rounds_records_from_env() { return env_equals("CUBESTREAM_LZ4_ROUNDS_WA
 // (kLz4SplitRegionDefault is the one measured; values below kLz4SplitRegionFloor are raised to
 // it, the size the scratch's slots allow for); unset or 0, the table walk alone.
 std::uint32_t lz4_split_region_from_env() {
-  const char* env = std::getenv("CUBESTREAM_LZ4_SPLIT_REGION");
-  if (env == nullptr || *env == '\0') return 0;
-  const long long v = std::strtoll(env, nullptr, 10);  // (not strtoul: "-1" would wrap around)
-  if (v <= 0) return 0;
+  const long long v = env_positive("CUBESTREAM_LZ4_SPLIT_REGION");
+  if (v == 0) return 0;
   return static_cast<std::uint32_t>(std::clamp<long long>(v, codec::logic::kLz4SplitRegionFloor, 1ll << 30));
 }
 
@@ -253,10 +259,7 @@ std::uint32_t lz4_split_region_from_env() {
 // fewer than N bytes to the ring kernel (a 64 KiB block gets 16 of the rounds kernel's 256
 // threads, so the mixed batch's small buffers may decode faster there); unset or 0, none.
 std::uint64_t lz4_rounds_min_from_env() {
-  const char* env = std::getenv("CUBESTREAM_LZ4_ROUNDS_MIN");
-  if (env == nullptr || *env == '\0') return 0;
-  const long long v = std::strtoll(env, nullptr, 10);  // (not strtoul: "-1" would wrap around)
-  return v <= 0 ? 0 : static_cast<std::uint64_t>(v);
+  return static_cast<std::uint64_t>(env_positive("CUBESTREAM_LZ4_ROUNDS_MIN"));
 }
 
 unsigned lz4_ring_blocks() {
